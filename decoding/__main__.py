@@ -1,0 +1,7 @@
+"""`python -m decoding generate|bench ...`"""
+
+import sys
+
+from decoding.cli import main
+
+sys.exit(main(sys.argv[1:]))
