@@ -21,7 +21,6 @@ from decoding.records import (
     UpdateRecord,
     VisitRecord,
 )
-from decoding.rules.entry import Verifier
 from decoding.tree import DraftTree
 from decoding.verdict import NodeVerdict
 from decoding.walk import Walk
@@ -122,7 +121,8 @@ def visit_record(node, verdict, tree, p, q, entry, top_n, text, with_theory) -> 
 
 def emitted_records(walk: Walk, text: TokenText) -> tuple[EmittedRecord, ...]:
     nodes = list(walk.path[1:]) + [walk.path[-1]]  # accepted nodes, then the final token extends the last
-    return tuple(EmittedRecord(t, text(t), kind, node) for t, kind, node in zip(walk.tokens, walk.kinds, nodes))
+    triples = zip(walk.tokens, walk.kinds, nodes, strict=True)
+    return tuple(EmittedRecord(t, text(t), kind, node) for t, kind, node in triples)
 
 
 def step_record(index, tree, p, q, has_q, walk, entry, expected, times, top_n, text,

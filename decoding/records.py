@@ -7,7 +7,7 @@ a few kB per step. `trace_to_json` / `trace_from_json` are the versioned file fo
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, fields, is_dataclass
+from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, get_args, get_origin, get_type_hints
 
 TRACE_FORMAT = "specscope-trace"
