@@ -15,7 +15,6 @@ from decoding.config import DecodeConfig, parse_branching
 BENCHES = {
     "verifiers": "decoding.benchmarks.verifiers",
     "engine": "decoding.benchmarks.engine",
-    "app": "decoding.benchmarks.app",
 }
 
 

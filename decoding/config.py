@@ -113,7 +113,7 @@ class DecodeConfig:
 
 def parse_branching(text: str) -> tuple[int, ...]:
     """'3,2,2' -> (3, 2, 2), with a clear error for anything else."""
-    parts = [t.strip() for t in str(text).replace("x", ",").split(",") if t.strip()]
+    parts = [t.strip() for t in str(text).split(",")]
     if not parts or not all(t.isdigit() for t in parts):
         raise ValueError(f"tree shape must be comma-separated positive integers like 3,2,2; got {text!r}")
     return tuple(int(t) for t in parts)

@@ -87,12 +87,13 @@ class Run:
             self._finish("context")
             return None
         t_start = time.perf_counter()
-        record, tokens = self._draft_score_verify()
+        record, tokens, tree = self._draft_score_verify()
         tokens, reason = self._truncate(tokens)
         record = _truncate_record(record, len(tokens))
         if reason is None:
-            self.target.commit(list(record.accepted_path), tokens[-1])
-            self.draft.commit(list(record.accepted_path), tokens[-1])
+            path = list(record.accepted_path)
+            self.target.commit(path, tokens[-1], tree)
+            self.draft.commit(path, tokens[-1], tree)
         self._state = replace(
             self._state,
             generated_ids=self._state.generated_ids + tuple(tokens),
@@ -107,7 +108,7 @@ class Run:
         return trace_of(self._state, self.pair.decode)
 
     # ---- the step, as a story ---------------------------------------------------------------------
-    def _draft_score_verify(self) -> tuple[StepRecord, list[int]]:
+    def _draft_score_verify(self) -> tuple[StepRecord, list[int], DraftTree]:
         cfg, root = self.config, self._context()[-1]
         t0, f0 = time.perf_counter(), self.draft.forwards
         drafted = draft_tree(self.draft, root, cfg, self.entry, self.generator)
@@ -125,7 +126,7 @@ class Run:
 
         times = recording.StepTimes(draft_ms, target_ms, verify_ms, draft_forwards, target_forwards)
         record = self._record(drafted.tree, p, q, has_q, result, times)
-        return record, list(result.tokens)
+        return record, list(result.tokens), drafted.tree
 
     def _record(self, tree: DraftTree, p, q, has_q, result: Walk, times) -> StepRecord:
         cfg = self.config
@@ -254,5 +255,5 @@ def baseline(pair, prompt_ids: list[int], max_new_tokens: int, config: DecodeCon
         context.append(tok)
         if tok in pair.eos_ids:
             break
-        target.commit([0], tok)
+        target.commit([0], tok, tree)
     return Baseline(tuple(out), time.perf_counter() - t0, target.forwards - f0)

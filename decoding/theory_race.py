@@ -1,0 +1,216 @@
+"""The without-replacement law at any vocabulary size, through the exponential race (VERIFIERS.md §7.1).
+
+Drawing k tokens without replacement from q is the same as giving each token x an arrival time
+E_x ~ Exp(q(x)) and keeping the first k arrivals. With z_x(t) = e^{q(x) t} − 1 and e_m the m-th
+elementary symmetric polynomial, P(fewer than k of Y arrived by t) = e^{−q(Y) t} Σ_{m<k} e_m(z_Y(t)),
+and because the rates add up to 1:
+
+    1 − Q(x̄ ⊆ Y) = (1 − q(Y)) · I(Y),      P(x ∈ x̄) = q(x) · I(V ∖ {x}),
+    I(Y) = ∫_0^∞ e^{−t} Σ_{m<k} e_m(z_Y(t)) dt = 1 + Σ_{y∈Y} q(y)/(1 − q(y)) + Σ_{2≤m<k} J_m(Y).
+
+The m ≤ 1 terms are exact; J_m (m ≥ 2, so only k ≥ 3) is a trapezoid rule in u = log t, whose
+error falls like exp(−π²/h) for these integrands (every term is a sum of e^{−c t}). The top-(k−1)
+tokens H are expanded by hand (see _heavy); for the others the e_m of all prefixes come from
+cumulative sums e_m(first i tokens) = Σ_{j≤i} z_j e_{m−1}(first j−1 tokens) of positive terms.
+Tokens with q = 0 never arrive; laws.py then draws uniformly among them once supp q is used up,
+and the callers handle that case (k > |supp q|) in closed form.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import torch
+
+STEP = 0.3  # trapezoid step in log t: error ~ exp(−π²/STEP) ≈ 5e-15
+T_LOW = 1e-5  # J_m, m ≥ 2, loses less than T_LOW^3 below this t
+DECAY = 45.0  # integrate until e^{−c t} < e^{−DECAY} for the slowest rate c
+U_CHUNK = 32  # quadrature nodes processed at once (bounds memory at [U_CHUNK, V])
+
+
+def _others(q: torch.Tensor) -> torch.Tensor:
+    """1 − q(x) [V], with the top token's complement summed from the small masses (no cancellation)."""
+    out = 1.0 - q
+    if q.shape[0] > 1:
+        top = int(torch.argmax(q))
+        rest = torch.ones_like(q, dtype=torch.bool)
+        rest[top] = False
+        out[top] = q[rest].sum()
+    return out
+
+
+def _odds(q: torch.Tensor) -> torch.Tensor:
+    """q/(1 − q) [V] = ∫ e^{−t} z(t) dt, the exact m = 1 term."""
+    return q / _others(q)
+
+
+def _grid(q: torch.Tensor, heavy: torch.Tensor) -> tuple[torch.Tensor, float]:
+    """Quadrature nodes t [U] (log-spaced) and step h, spanning the slowest decay e^{−(1 − q(H)) t}."""
+    rest = torch.ones_like(q, dtype=torch.bool)
+    rest[heavy] = False
+    slowest = float(q[rest].sum())  # 1 − q(H), summed from the small masses; > 0 when |supp q| ≥ k
+    u_lo, u_hi = math.log(T_LOW), math.log(DECAY / max(slowest, 1e-300))
+    n = int(math.ceil((u_hi - u_lo) / STEP)) + 1
+    return torch.exp(torch.linspace(u_lo, u_lo + (n - 1) * STEP, n, dtype=torch.float64)), STEP
+
+
+def _heavy(q: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The top-(k−1) tokens H (indices) and a mask of the others.
+
+    Every term of e^{−t} e_m(z) decays like e^{−(1 − q(A)) t}, |A| = m < k. Computing −t + q(A) t
+    directly loses all precision when q(A) ≈ 1, which only happens through the heaviest tokens;
+    so the terms with tokens of H are expanded by hand with 1 − q(B) summed from the other masses.
+    """
+    heavy = torch.topk(q, min(k - 1, q.shape[0])).indices
+    rest = torch.ones_like(q, dtype=torch.bool)
+    rest[heavy] = False
+    return heavy, rest
+
+
+def _subsets(q: torch.Tensor, heavy: torch.Tensor, rest: torch.Tensor, t: torch.Tensor, h: float):
+    """For every B ⊆ H: (members of B, log of h t e^{−(1 − q(B)) t} Π_{x∈B} (1 − e^{−q(x) t}) [U])."""
+    rest_mass = float(q[rest].sum())
+    members = [int(x) for x in heavy]
+    out = []
+    for size in range(len(members) + 1):
+        for B in itertools.combinations(members, size):
+            outside = rest_mass + sum(float(q[x]) for x in members if x not in B)  # 1 − q(B)
+            log_w = math.log(h) + torch.log(t) - outside * t
+            for x in B:
+                log_w = log_w + torch.log(-torch.expm1(-float(q[x]) * t))
+            out.append((B, log_w))
+    return out
+
+
+def _scaled_z(q: torch.Tensor, rest: torch.Tensor, t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """z/s [U, n] on the rest tokens (0 on H) and log s [U], s = Σ_rest z, z = e^{q t} − 1.
+
+    No overflow: a rest token has q ≤ q(rest) and t ≤ DECAY/q(rest), so q t ≤ DECAY. Scaling by s
+    keeps e_j(z/s) ≤ 1/j! for every j; e_j(z) = s^j e_j(z/s).
+    """
+    z = torch.expm1(t[:, None] * q[None, :]).masked_fill(~rest[None, :], 0.0)
+    s = z.sum(1, keepdim=True).clamp_min(1e-300)
+    return z / s, torch.log(s[:, 0])
+
+
+def _esp_prefixes(z: torch.Tensor, m_max: int) -> list[torch.Tensor]:
+    """e_m over the first i tokens, i = 0..n, m = 0..m_max: a list of [U, n+1] (exclusive prefixes).
+
+    e_m(first i+1) = Σ_{l≤i} z_l e_{m−1}(first l): one cumulative sum of positive terms per m.
+    """
+    U = z.shape[0]
+    out = [torch.ones(U, z.shape[1] + 1, dtype=z.dtype)]
+    for _ in range(m_max):
+        cur = torch.cumsum(z * out[-1][:, :-1], dim=1)  # [U, n]
+        out.append(torch.cat([torch.zeros(U, 1, dtype=z.dtype), cur], dim=1))
+    return out
+
+
+def _contract(log_w: torch.Tensor, e: torch.Tensor, top: torch.Tensor) -> torch.Tensor:
+    """Σ_u e^{log_w[u]} e[u, i] [n], computed as (e^{log_w} top) @ (e / top) so no factor overflows."""
+    weight = torch.exp(log_w + torch.log(top))  # [U]; 0 where top = 0
+    return weight @ (e / top.clamp_min(1e-300)[:, None])
+
+
+def _higher_terms_prefixes(q: torch.Tensor, k: int) -> torch.Tensor:
+    """Σ_{2≤m<k} J_m(first i+1 tokens) for i = 0..s−1: [s]  (q: the arriving tokens, in prefix order).
+
+    e_m(Y) = Σ_{B ⊆ H∩Y} Π_{x∈B} z_x · e_{m−|B|}(Y ∖ H); the rest's e_j come from one recursion
+    over all tokens with the heavy ones zeroed, so no re-indexing is needed.
+    """
+    heavy, rest = _heavy(q, k)
+    t_all, h = _grid(q, heavy)
+    total = torch.zeros_like(q)
+    for t in torch.split(t_all, U_CHUNK):
+        z, log_s = _scaled_z(q, rest, t)  # [U, s], [U]
+        esp = _esp_prefixes(z, k - 1)
+        for B, log_w in _subsets(q, heavy, rest, t, h):
+            first = max(B) if B else 0  # prefixes from here on contain B
+            for m in range(max(2, len(B)), k):
+                j = m - len(B)
+                if j == 0:
+                    total[first:] += float(torch.exp(log_w).sum())
+                else:  # the largest prefix holds the largest e_j: use it as the row scale
+                    total[first:] += _contract(log_w + j * log_s, esp[j][:, first + 1 :], esp[j][:, -1])
+    return total
+
+
+def wor_miss_prefixes(q_ordered: torch.Tensor, k: int) -> torch.Tensor:
+    """1 − Q_wo(x̄ ⊆ Y_j) [V+1] for the prefixes Y_j = first j tokens of `q_ordered`, k ≤ |supp q|."""
+    V = q_ordered.shape[0]
+    outside = torch.flip(torch.cumsum(torch.flip(q_ordered, [0]), 0), [0])
+    outside = torch.cat([outside, torch.zeros(1, dtype=q_ordered.dtype)]).clamp(0.0, 1.0)  # [V+1]
+    if k == 1:
+        return outside
+    nz = q_ordered > 0
+    qs = q_ordered[nz]  # [s] tokens that can arrive, in prefix order
+    inside = 1.0 + torch.cumsum(_odds(qs), 0)  # [s] I(Y) up to m = 1
+    if k >= 3:
+        inside = inside + _higher_terms_prefixes(qs, k)
+    count = torch.cumsum(nz.long(), 0)  # [V] arriving tokens in each non-empty prefix
+    integral = torch.ones(V + 1, dtype=torch.float64)
+    has = count > 0
+    integral[1:][has] = inside[count[has] - 1]
+    miss = outside * integral
+    miss[1:][count < k] = 1.0  # fewer than k possible arrivals inside Y: some candidate lies outside
+    return miss.clamp(0.0, 1.0)
+
+
+def wor_containment_prefixes(q_ordered: torch.Tensor, k: int) -> torch.Tensor:
+    """Q_wo(x̄ ⊆ Y_j) [V+1] for the prefixes of `q_ordered` (k ≤ |supp q|)."""
+    return 1.0 - wor_miss_prefixes(q_ordered, k)
+
+
+def _leave_one_out_higher(q: torch.Tensor, k: int) -> torch.Tensor:
+    """Σ_{2≤m<k} J_m(V ∖ {x}) [s].
+
+    For x outside H: e_j(rest ∖ x) = e_j(rest) − z_x e_{j−1}(rest ∖ x). x is then never heavier than
+    a token of H, so each subtraction loses at most a few ulps of the integral (the terms it removes
+    are matched by terms with an H token in x's place). For x in H: the subsets B that leave x out.
+    """
+    heavy, rest = _heavy(q, k)
+    t_all, h = _grid(q, heavy)
+    total = torch.zeros_like(q)
+    for t in torch.split(t_all, U_CHUNK):
+        z, log_s = _scaled_z(q, rest, t)
+        z = z[:, rest]  # [U, n]
+        full = [e[:, -1] for e in _esp_prefixes(z, k - 1)]  # e_j(rest) [U]
+        without = [torch.ones_like(z)]
+        for j in range(1, k):
+            without.append((full[j][:, None] - z * without[-1]).clamp_min(0.0))  # e_j(rest ∖ x) [U, n]
+        for B, log_w in _subsets(q, heavy, rest, t, h):
+            for m in range(max(2, len(B)), k):
+                j = m - len(B)
+                log_wj = log_w + j * log_s
+                total[rest] += _contract(log_wj, without[j], full[j])
+                for x in heavy.tolist():
+                    if x not in B:
+                        total[x] += float(torch.exp(log_wj + torch.log(full[j])).sum())
+    return total
+
+
+def wor_inclusion(q: torch.Tensor, k: int) -> torch.Tensor:
+    """P(x ∈ x̄) [V] for k draws without replacement from q (uniform fallback once supp q is used up)."""
+    V = q.shape[0]
+    nz = q > 0
+    support = int(nz.sum())
+    if k == 1:
+        return q.clone()
+    if k >= support:
+        pi = torch.zeros_like(q)
+        pi[nz] = 1.0
+        if V > support:
+            pi[~nz] = (k - support) / (V - support)
+        return pi
+    qs = q[nz]
+    odds = _odds(qs)
+    odds_without = (odds.sum() - odds).clamp_min(0.0)  # Σ_{y≠x} q/(1−q)
+    top = int(torch.argmax(qs))
+    odds_without[top] = torch.cat([odds[:top], odds[top + 1 :]]).sum()  # no cancellation at q(top) ≈ 1
+    inside = 1.0 + odds_without
+    if k >= 3:
+        inside = inside + _leave_one_out_higher(qs, k)
+    pi = torch.zeros_like(q)
+    pi[nz] = (qs * inside).clamp(0.0, 1.0)
+    return pi

@@ -1,0 +1,51 @@
+"""Hover text for the tree's nodes (HTML for plotly: every token text is escaped)."""
+
+from __future__ import annotations
+
+from decoding.records import EmittedRecord, NodeRecord, StepRecord, TestRecord, VisitRecord
+from viz.lookup import ratio, tests_of_child, token_p, visit_at
+from viz.palette import ORIGIN_NAMES, STATUS_NAMES
+from viz.tokens import label
+
+
+def fmt(x: float | None, digits: int = 4) -> str:
+    return "—" if x is None else f"{x:.{digits}g}"
+
+
+def node_hover(step: StepRecord, node: NodeRecord) -> str:
+    head = f"<b>{label(node.text, 40)}</b>  token {node.token} · node {node.id} · depth {node.depth}"
+    lines = [head, f"status: {STATUS_NAMES[node.status]}"]
+    if node.parent >= 0:
+        lines.append(f"p = {fmt(node.p_token)} · q = {fmt(node.q_token)} · "
+                     f"p/q = {fmt(ratio(node.p_token, node.q_token))}")
+        lines += [test_line(t) for t in tests_of_child(step, node)] or ["not tested"]
+    visit = visit_at(step, node.id)
+    if visit is not None:
+        lines.append(visit_line(visit))
+    return "<br>".join(lines)
+
+
+def test_line(test: TestRecord) -> str:
+    verdict = "passed" if test.passed else "failed"
+    return (f"test #{test.candidate + 1} at parent: {test.label} = {fmt(test.numerator)}/{fmt(test.denominator)}"
+            f" → threshold {fmt(test.threshold)}, u = {fmt(test.uniform)}: {verdict}")
+
+
+def visit_line(visit: VisitRecord) -> str:
+    exact = fmt(visit.alpha_exact)
+    if visit.alpha_stderr:
+        exact += f" ± {fmt(visit.alpha_stderr, 2)}"
+    return f"acceptance here: exact α = {exact} · optimal for this law = {fmt(visit.alpha_optimal)}"
+
+
+def emitted_hover(step: StepRecord, emitted: EmittedRecord) -> str:
+    at = step.nodes[emitted.node]
+    p, q = token_p(at, emitted.token)
+    lines = [f"<b>{label(emitted.text, 40)}</b>  token {emitted.token}",
+             f"{ORIGIN_NAMES[emitted.kind]} emitted after node {emitted.node}",
+             f"p = {fmt(p)} · q = {fmt(q)} (this node's next-token laws)"]
+    visit = visit_at(step, emitted.node)
+    if visit is not None and visit.updates:
+        r = next((t.p for t in visit.updates[-1].residual_top if t.token == emitted.token), None)
+        lines.append(f"residual probability = {fmt(r)}")
+    return "<br>".join(lines)

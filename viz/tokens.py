@@ -1,0 +1,44 @@
+"""How a token's text is shown: whitespace and control characters made visible, HTML escaped."""
+
+from __future__ import annotations
+
+import html
+import unicodedata
+
+# Visible stand-ins for characters that would otherwise vanish in a label.
+WHITESPACE = {" ": "·", "\n": "⏎", "\t": "→", "\r": "␍", "\u00a0": "⍽"}
+EMPTY = "∅"
+MAX_LABEL = 16
+
+
+def visible(text: str) -> str:
+    """' world\\n' -> '·world⏎': every whitespace or control character gets a visible mark."""
+    if text == "":
+        return EMPTY
+    return "".join(_visible_char(ch) for ch in text)
+
+
+def _visible_char(ch: str) -> str:
+    if ch in WHITESPACE:
+        return WHITESPACE[ch]
+    category = unicodedata.category(ch)
+    if category in ("Cc", "Cf", "Zl", "Zp") or (category == "Zs"):
+        return f"\\u{ord(ch):04x}"
+    return ch
+
+
+def shorten(text: str, limit: int = MAX_LABEL) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def label(text: str, limit: int = MAX_LABEL) -> str:
+    """Visible, shortened and HTML-escaped: safe inside plotly text and hover labels."""
+    return html.escape(shorten(visible(text), limit))
+
+
+def unique_labels(labels: list[str], keys: list[int]) -> list[str]:
+    """Make labels unique (plotly merges equal category names) by appending the key to repeats."""
+    seen: dict[str, int] = {}
+    for lab in labels:
+        seen[lab] = seen.get(lab, 0) + 1
+    return [f"{lab} #{key}" if seen[lab] > 1 else lab for lab, key in zip(labels, keys, strict=True)]
