@@ -480,12 +480,12 @@ def _buttons_panel() -> dict[str, Any]:
 def _views_panel() -> dict[str, Any]:
     v: dict[str, Any] = {}
     v["slider"] = gr.Slider(1, 2, 1, step=1, label="replay step", interactive=False, elem_id="step-slider")
-    v["tree"] = gr.Plot(label="draft tree of this step", elem_id="tree-plot")
+    v["tree"] = gr.Plot(label="draft tree of this step", show_label=False, elem_id="tree-plot")
     v["text"] = gr.HighlightedText(label="generated text, coloured by origin", color_map=text.color_map(),
                                    show_legend=True, show_inline_category=False, elem_id="generated-text")
-    with gr.Group():
+    with gr.Column(variant="panel"):
         v["node"] = gr.Dropdown([], label="inspect a node of this step", elem_id="node-select")
-        v["node_plot"] = gr.Plot(label="p, q and the residual at this node", elem_id="node-plot")
+        v["node_plot"] = gr.Plot(label="p, q and the residual at this node", show_label=False, elem_id="node-plot")
         v["tests"] = gr.Dataframe(headers=list(node_figure.TEST_HEADERS), label="tests at this node, in order",
                                   datatype="str", interactive=False, wrap=True, elem_id="tests-table")
     return v
@@ -497,14 +497,14 @@ def _extras_panel() -> dict[str, Any]:
         with gr.Tab("Run statistics"):
             e["baseline"] = gr.Button("Compare with the target alone (plain decoding)", size="sm")
             e["stats_md"] = gr.Markdown()
-            e["stats_plot"] = gr.Plot(label="run statistics", elem_id="stats-plot")
+            e["stats_plot"] = gr.Plot(label="run statistics", show_label=False, elem_id="stats-plot")
         with gr.Tab("Trace: export / import"):
             gr.Markdown("A trace holds every step's records; an imported one replays every view "
                         "with no model loaded.")
             with gr.Row():
-                e["export"] = gr.Button("Export the trace (JSON)", size="sm")
-                e["import"] = gr.UploadButton("Import a trace", file_types=[".json"], size="sm")
-            e["file"] = gr.File(label="trace file", interactive=False)
+                e["export"] = gr.Button("Export the trace (JSON)", size="sm", elem_id="export-btn")
+                e["import"] = gr.UploadButton("Import a trace", file_types=[".json"], size="sm", elem_id="import-btn")
+            e["file"] = gr.File(label="trace file", interactive=False, elem_id="trace-file")
         with gr.Tab("How to read this"):
             gr.Markdown(_help_text())
     return e

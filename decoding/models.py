@@ -141,7 +141,7 @@ def toy_pair() -> ModelPair:
 
 
 def _embedded_parts(device: str, progress: Progress):
-    """(target model, tokenizer, codec) of the embedded model on `device`, float32 everywhere."""
+    """(target model, codec) of the embedded model on `device`, float32 everywhere."""
     tokenizer = cached(("embedded-tokenizer:" + embedded.MODEL_NAME, "cpu", "-"),
                        lambda: embedded.load_tokenizer(progress))
     model = cached(("embedded:" + embedded.MODEL_NAME, device, "float32"),

@@ -4,8 +4,10 @@ F3  α ≤ Σ_x min(p(x), P_Q(x ∈ x̄)).
 F4  α*(p, Q) = min over Y ⊆ V of [ p(Y) + 1 − Q(every candidate lies in Y) ]   (max-flow = min-cut).
 
 For i.i.d. and without-replacement drafts the minimum is taken over the |V| + 1 prefixes of the
-tokens sorted by p/q ascending (VERIFIERS.md §7.1 route 3); `min_cut_by_subsets` is the 2^|V|
-oracle used for small vocabularies and by the tests.
+tokens sorted by p/q ascending (VERIFIERS.md §7.1 route 3). For i.i.d. drafts an exchange
+argument proves it; for without-replacement drafts it is checked, not proved: it equals the
+2^|V| min-cut on every random instance of tests/test_theory.py (and 300 more during development).
+`min_cut_by_subsets` is that 2^|V| oracle, used for small vocabularies and by the tests.
 """
 
 from __future__ import annotations
@@ -16,10 +18,7 @@ import numpy as np
 import torch
 
 from decoding import laws
-from decoding.theory_race import (
-    wor_containment_prefixes,
-    wor_inclusion,
-)
+from decoding.theory_race import wor_inclusion, wor_miss_prefixes
 
 MAX_SUBSET_V = 12  # 2^V subsets: exact min-cut by enumeration up to this vocabulary size
 MAX_SUBSET_TUPLES = 20_000
@@ -39,8 +38,16 @@ def as_law(v: torch.Tensor) -> torch.Tensor:
 
 
 def top_tokens(q: torch.Tensor, k: int) -> torch.Tensor:
-    """The k most likely tokens of q [k], ties to the lower id: laws.top_order(q)[:k] without a Python list."""
-    return torch.sort(-q.to(torch.float64), stable=True).indices[:k]
+    """laws.top_order(q)[:k] as a tensor [k]: the k most likely tokens of q, ties to the lower id.
+
+    Only the tokens at least as likely as the k-th are sorted (all of them on a wide tie).
+    """
+    q = q.to(torch.float64)
+    if k <= 0:
+        return torch.zeros(0, dtype=torch.long)
+    kth = torch.topk(q, k).values[-1]
+    near = torch.nonzero(q >= kth).squeeze(1)  # ascending ids, every tie included
+    return near[torch.sort(-q[near], stable=True).indices[:k]]
 
 
 def _check(law: str, q: torch.Tensor, k: int) -> None:
@@ -141,8 +148,7 @@ def _scan_wor(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
         return _wor_exhausted(p, q, k, support)
     order = ratio_order(p, q)
     p_in = _prefix_mass(p[order])  # [V+1]
-    contained = wor_containment_prefixes(q[order], k)  # [V+1]
-    return float((p_in + 1.0 - contained).min())
+    return float((p_in + wor_miss_prefixes(q[order], k)).min())  # miss = 1 − Q(x̄ ⊆ Y), [V+1]
 
 
 def _wor_exhausted(p: torch.Tensor, q: torch.Tensor, k: int, support: int) -> float:

@@ -4,10 +4,12 @@ acceptance(key, p, q, k) = P(the emitted token is one of the k candidates) for r
 averaged over the candidate law and the verifier's coins (VERIFIERS.md §0.1). p = target, q = draft.
 
 Routes, best first (the returned Acceptance names the one taken):
-  closed_form  the formulas of VERIFIERS.md §2, §3, §5.2, §6.4, §7.3, §8, §9;
-  enumeration  exact sums over candidate tuples: the registry's `conditional` mixed over
-               `laws.enumerate_tuples` (small V), or theory_wor's exact sum for rrs_wor;
-  monte_carlo  an unbiased sample mean with its standard error (large V, no exact route).
+  closed_form  the formulas of VERIFIERS.md §2, §3, §5.2, §6.4, §7.2, §7.3, §8, §9 (any V);
+  enumeration  exact sums over candidate tuples: theory_wor's sum over draft prefixes for rrs_wor
+               (any V when affordable), or the registry's `conditional` mixed over
+               `laws.enumerate_tuples` (small V, entries without a closed form);
+  monte_carlo  an unbiased sample mean with its standard error (rrs_wor with k ≥ 3 over a large
+               support: only the prefixes outside the exactly summed head are sampled).
 
 The optimal-transport bound and the membership bound live in decoding/optimal.py and are
 re-exported here.
@@ -30,6 +32,7 @@ __all__ = [
     "acceptance",
     "as_law",
     "enumerated_acceptance",
+    "inclusion_probabilities",
     "membership_bound",
     "monte_carlo_acceptance",
     "optimal_acceptance",
@@ -148,19 +151,14 @@ def membership_acceptance(law: str) -> Callable[[torch.Tensor, torch.Tensor, int
     return alpha
 
 
-def _top_set(q: torch.Tensor, k: int) -> torch.Tensor:
-    """The deterministic candidates of the "any"/"topk" law: the top-k tokens of q [k] (laws.top_order)."""
-    return top_tokens(q, k)
-
-
 def pointmass_acceptance(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
-    """Point-mass verification of the deterministic set C = top-k(q) (§8): α = p(C)."""
-    return float(p[_top_set(q, k)].sum())
+    """Point-mass verification (§8) of the "any" law's deterministic set C = top-k(q): α = p(C)."""
+    return float(p[top_tokens(q, k)].sum())
 
 
 def greedy_acceptance(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
     """Greedy token matching (§9.1): 1 if argmax p is a candidate, else 0."""
-    return 1.0 if bool((_top_set(q, k) == int(torch.argmax(p))).any()) else 0.0
+    return 1.0 if bool((top_tokens(q, k) == int(torch.argmax(p))).any()) else 0.0
 
 
 def typical_threshold(p: torch.Tensor, eps: float = TYPICAL_EPS, delta: float = TYPICAL_DELTA) -> float:
@@ -178,7 +176,7 @@ def typical_acceptance(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
         from decoding.rules.typical import typical_threshold as threshold_of
     except ImportError:
         threshold_of = typical_threshold
-    return 1.0 if bool((p[_top_set(q, k)] > threshold_of(p)).any()) else 0.0
+    return 1.0 if bool((p[top_tokens(q, k)] > threshold_of(p)).any()) else 0.0
 
 
 def khisti_acceptance(p: torch.Tensor, q: torch.Tensor, k: int) -> float:

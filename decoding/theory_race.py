@@ -23,7 +23,7 @@ import math
 
 import torch
 
-STEP = 0.3  # trapezoid step in log t: error ~ exp(−π²/STEP) ≈ 5e-15
+STEP = 0.3  # trapezoid step in log t: measured error ≤ 5e-12 against enumeration (tests)
 T_LOW = 1e-5  # J_m, m ≥ 2, loses less than T_LOW^3 below this t
 DECAY = 45.0  # integrate until e^{−c t} < e^{−DECAY} for the slowest rate c
 U_CHUNK = 32  # quadrature nodes processed at once (bounds memory at [U_CHUNK, V])
@@ -157,11 +157,6 @@ def wor_miss_prefixes(q_ordered: torch.Tensor, k: int) -> torch.Tensor:
     return miss.clamp(0.0, 1.0)
 
 
-def wor_containment_prefixes(q_ordered: torch.Tensor, k: int) -> torch.Tensor:
-    """Q_wo(x̄ ⊆ Y_j) [V+1] for the prefixes of `q_ordered` (k ≤ |supp q|)."""
-    return 1.0 - wor_miss_prefixes(q_ordered, k)
-
-
 def _leave_one_out_higher(q: torch.Tensor, k: int) -> torch.Tensor:
     """Σ_{2≤m<k} J_m(V ∖ {x}) [s].
 
@@ -171,10 +166,12 @@ def _leave_one_out_higher(q: torch.Tensor, k: int) -> torch.Tensor:
     """
     heavy, rest = _heavy(q, k)
     t_all, h = _grid(q, heavy)
+    q_rest = q[rest]
+    every = torch.ones_like(q_rest, dtype=torch.bool)
     total = torch.zeros_like(q)
+    total_rest = torch.zeros_like(q_rest)
     for t in torch.split(t_all, U_CHUNK):
-        z, log_s = _scaled_z(q, rest, t)
-        z = z[:, rest]  # [U, n]
+        z, log_s = _scaled_z(q_rest, every, t)  # [U, n], [U]
         full = [e[:, -1] for e in _esp_prefixes(z, k - 1)]  # e_j(rest) [U]
         without = [torch.ones_like(z)]
         for j in range(1, k):
@@ -183,10 +180,11 @@ def _leave_one_out_higher(q: torch.Tensor, k: int) -> torch.Tensor:
             for m in range(max(2, len(B)), k):
                 j = m - len(B)
                 log_wj = log_w + j * log_s
-                total[rest] += _contract(log_wj, without[j], full[j])
+                total_rest += _contract(log_wj, without[j], full[j])
                 for x in heavy.tolist():
                     if x not in B:
                         total[x] += float(torch.exp(log_wj + torch.log(full[j])).sum())
+    total[rest] = total_rest
     return total
 
 

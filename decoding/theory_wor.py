@@ -16,8 +16,9 @@ Once supp q is used up (k > |supp q|) the law draws uniformly among the n undraf
 residual is then (p − τ)_+ on them and, per draw, τ ← τ + H(τ)/n with H(τ) = Σ_{q=0} (p − τ)_+,
 which does not depend on the token drawn: a deterministic factor H(τ_end)/H(0).
 
-Prefixes x_1..x_{k−1} are summed exactly over the `budget` most likely ones (all of them for k ≤ 2
-or a small support); any remaining ones are sampled (stratified Monte Carlo, unbiased).
+Prefixes x_1..x_{k−1} are summed exactly over the most likely tokens (all of them for k ≤ 2 or a
+small support); the remaining prefixes are sampled by sequential importance sampling from the
+rejection weights w_i themselves (stratified, unbiased, with a standard error).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import torch
 from decoding.theory import Acceptance
 
 MAX_PREFIXES = 65_536  # exact sum over at most this many candidate prefixes
+NEGLIGIBLE = 1e-12  # prefixes outside the head carrying at most this much are dropped (method stays exact)
 
 
 class _Threshold:
@@ -134,35 +136,73 @@ def _exact_head(law: _Law, head: torch.Tensor, length: int) -> torch.Tensor:
     return (weight * _last_factor(law, prefix, rho, g)).sum()
 
 
-def _sample_prefixes(q: torch.Tensor, length: int, n: int, generator: torch.Generator) -> torch.Tensor:
-    """n prefixes [n, length] drawn sequentially without replacement from q (all within supp q)."""
-    cum = torch.cumsum(q, 0)  # [V]
-    start = cum - q
-    prefix = torch.zeros(n, 0, dtype=torch.long)
-    for _ in range(length):
-        taken = torch.sort(prefix, dim=1).values  # skip drafted tokens' intervals, left to right
-        v = torch.rand(n, generator=generator, dtype=torch.float64) * (cum[-1] - q[taken].sum(1))
-        for j in range(taken.shape[1]):
-            e = taken[:, j]
-            v = v + torch.where(v >= start[e], q[e], torch.zeros_like(v))
-        x = torch.searchsorted(cum, v, right=True).clamp(max=q.shape[0] - 1)
-        x = torch.where(q[x] > 0, x, torch.argmax(q).expand(n))  # float edge at the very end
-        prefix = torch.cat([prefix, x[:, None]], 1)
-    return prefix
+class _RejectedDraws:
+    """Draws x_i with probability ∝ w_i(x | prefix) = P(draft x, then reject it), many prefixes at once.
+
+    On supp q sorted by p/q ascending, w_i/q is 1/m up to the ratio ρ, falls linearly to 0 at
+    ρ' = ρ + G/m and stays 0: the cumulative weight W(n) of the first n tokens is closed form in
+    the prefix sums of q and p. Drafted tokens (all with ratio < ρ) are taken out as q/m each.
+    Inverse-CDF sampling is then a vectorised binary search over n.
+    """
+
+    def __init__(self, p: torch.Tensor, q: torch.Tensor):
+        supp = torch.nonzero(q > 0).squeeze(1)
+        self.ratio, order = torch.sort(p[supp] / q[supp])  # [s] ascending
+        self.token = supp[order]  # [s] token ids in ratio order
+        zero = torch.zeros(1, dtype=q.dtype)
+        self.q_cum = torch.cat([zero, torch.cumsum(q[self.token], 0)])  # [s+1]
+        self.p_cum = torch.cat([zero, torch.cumsum(p[self.token], 0)])
+        self.pos = torch.full(q.shape, -1, dtype=torch.long)
+        self.pos[self.token] = torch.arange(supp.shape[0])
+        self.q = q
+
+    def _weight_below(self, n, m, rho, g, edges, drafted) -> torch.Tensor:
+        """W(n) [M]: total w over the first n tokens of the ratio order, drafted tokens excluded."""
+        n_rho, n_top = edges
+        n = torch.minimum(n, n_top)  # w = 0 from ratio ρ' on
+        q_n, p_n = self.q_cum[n], self.p_cum[n]
+        slope = (p_n - self.p_cum[n_rho]) - rho * (q_n - self.q_cum[n_rho])  # Σ (p − ρq) over ρ < ratio
+        below = _ratio(q_n, m) - torch.where(n > n_rho, _ratio(slope, g), torch.zeros_like(q_n))
+        taken = (self.q[drafted] * (self.pos[drafted] < n[:, None])).sum(1)
+        return (below - _ratio(taken, m)).clamp_min(0.0)
+
+    def draw(self, m, rho, g, drafted, generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """(tokens [M], total weights Z [M]) for states (m, ρ, G) [M] and drafted tokens [M, i−1]."""
+        size = self.ratio.shape[0]
+        edges = (
+            torch.searchsorted(self.ratio, rho, right=True),  # tokens with ratio ≤ ρ
+            torch.searchsorted(self.ratio, rho + _ratio(g, m), right=False),  # tokens with ratio < ρ'
+        )
+        full = torch.full_like(edges[0], size)
+        total = self._weight_below(full, m, rho, g, edges, drafted)  # [M] = G(ρ')/G(ρ) by F1
+        target = torch.rand(total.shape, generator=generator, dtype=torch.float64) * total
+        lo, hi = torch.zeros_like(full), full  # W(lo) ≤ target < W(hi)
+        for _ in range(max(1, size.bit_length())):
+            mid = (lo + hi) // 2
+            above = self._weight_below(mid, m, rho, g, edges, drafted) > target
+            hi, lo = torch.where(above, mid, hi), torch.where(above, lo, mid)
+        return self.token[(hi - 1).clamp(0, size - 1)], total
 
 
 def _sampled_tail(law: _Law, head: torch.Tensor, length: int, samples: int, generator) -> tuple[float, float]:
-    """Mean and stderr of 1[prefix ∉ head^L] · Π(1 − a_i) · G(ρ_{L+2})/G(ρ_{L+1}) over sampled prefixes."""
-    prefix = _sample_prefixes(law.q, length, samples, generator)
+    """Mean and stderr of the part of P(all rejected) from prefixes with a token outside `head`.
+
+    Sequential importance sampling: x_i ~ w_i(·|prefix)/Z_i, so Σ_prefix Π w_i F = E[Π Z_i F] with
+    F = G(ρ_{L+2})/G(ρ_{L+1}); Π Z_i F telescopes to G(ρ_{L+2}), a smooth function of the drafted
+    masses, which keeps the variance far below sampling prefixes from the law itself.
+    """
+    sampler = _RejectedDraws(law.p, law.q)
+    prefix = torch.zeros(samples, 0, dtype=torch.long)
     value = torch.ones(samples, dtype=torch.float64)
     rho, g = law.start(samples)
-    for i in range(length):
-        m, rho_next, g_next = law.step(prefix[:, :i], rho, g)
-        value = value * law.reject_prob(prefix[:, i], m, rho, g)
+    for _ in range(length):
+        m, rho_next, g_next = law.step(prefix, rho, g)
+        x, total = sampler.draw(m, rho, g, prefix, generator)
+        value = value * total
+        prefix = torch.cat([prefix, x[:, None]], 1)
         rho, g = rho_next, g_next
     value = value * _last_factor(law, prefix, rho, g)
-    in_head = torch.isin(prefix, head).all(1)
-    value = torch.where(in_head, torch.zeros_like(value), value)
+    value = torch.where(torch.isin(prefix, head).all(1), torch.zeros_like(value), value)
     stderr = float(value.std()) / math.sqrt(samples) if samples > 1 else math.inf
     return float(value.mean()), stderr
 
@@ -189,18 +229,38 @@ def rrs_wor_acceptance(
     """P(accept) of rrs_wor with k candidates drawn without replacement from q [V]; p [V] target.
 
     Exact ("enumeration") whenever the (k−1)-prefixes over supp q number at most `budget` (always
-    for k ≤ 2); otherwise the `budget` most likely prefixes are exact and the rest sampled.
+    for k ≤ 2), or when the prefixes left out can carry at most NEGLIGIBLE; otherwise the prefixes
+    made of the most likely tokens (at most `budget` of them) are summed exactly and the others
+    sampled ("monte_carlo", with the standard error of that part).
     """
     p, q = p.to(torch.float64), q.to(torch.float64)
+    if k == 1:  # plain SD
+        return Acceptance(float(torch.minimum(p, q).sum()), 0.0, "closed_form")
     support = int((q > 0).sum())
     k_q = min(k, support)
     length = k_q - 1
     law = _Law(p, q, k)
     uniform = _uniform_phase(p, q, k - k_q)
-    by_q = torch.sort(q, descending=True, stable=True).indices[:support]
-    head = by_q[: _head_size(support, length, budget)]
+    size = _head_size(support, length, budget)
+    head = torch.nonzero(q > 0).squeeze(1) if size == support else torch.topk(q, size).indices  # [m]
     reject = float(_exact_head(law, head, length)) * uniform
-    if head.shape[0] == support:
+    bound = 0.0 if head.shape[0] == support else _tail_bound(q, head, length)
+    if bound <= NEGLIGIBLE:
         return Acceptance(min(1.0, max(0.0, 1.0 - reject)), 0.0, "enumeration")
     tail, stderr = _sampled_tail(law, head, length, samples, generator)
+    if stderr == 0.0:  # no sampled prefix left the head: use the bound on the estimator's spread
+        stderr = math.sqrt(bound / samples)
     return Acceptance(min(1.0, max(0.0, 1.0 - reject - tail * uniform)), stderr * uniform, "monte_carlo")
+
+
+def _tail_bound(q: torch.Tensor, head: torch.Tensor, length: int) -> float:
+    """Upper bound on the sampled part: P(some x_i ∉ head) ≤ Σ_i q(tail) / (1 − q(top i−1 tokens)).
+
+    Each sampled value lies in [0, 1] (Π w_i ≤ Q(prefix), F ≤ 1), so the part is at most this.
+    """
+    outside = torch.ones_like(q, dtype=torch.bool)
+    outside[head] = False
+    tail = float(q[outside].sum())
+    top = torch.topk(q[head], min(length, head.shape[0])).values  # [L] heaviest head tokens
+    left = tail + float(q[head].sum()) - torch.cat([torch.zeros(1, dtype=q.dtype), torch.cumsum(top, 0)])
+    return float((tail / left[:length].clamp_min(tail)).sum())

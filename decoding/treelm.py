@@ -28,13 +28,23 @@ class TreeLM(Protocol):
     prefills: int  # forwards made by `start` (context prefill), counted apart
 
     def start(self, context: list[int]) -> None:
-        """Reset to a new context (all token ids so far). The last id is the ROOT of the first tree."""
+        """Reset to a new context (all token ids so far). The last id is the ROOT of the first tree and
+        stays uncached; the ids before it may be prefilled (one forward, counted in `prefills`)."""
 
     def logits(self, tree: DraftTree, nodes: list[int]) -> torch.Tensor:
-        """[len(nodes), V] float32 CPU next-token logits of `nodes` of `tree`, in ONE forward."""
+        """[len(nodes), V] float32 CPU next-token logits of `nodes` of `tree`, in ONE forward.
+
+        Every node's parent was fed in an earlier call since the last commit, or comes earlier in
+        `nodes`. Pending tokens (see commit) are fed first, causally, in the step's first call.
+        `nodes == []` makes no forward: it only shows the grown tree (the drafted leaves) to commit.
+        """
 
     def commit(self, path: list[int], next_token: int, tree: DraftTree | None = None) -> None:
-        """Keep the accepted `path` (node ids, root first); `next_token` becomes the next root."""
+        """The step accepted `path` (node ids, root first) and emitted `next_token`, the next root.
+
+        Only the prefix and the fed nodes of `path` stay cached; path nodes never fed (a draft leaf)
+        become pending. `tree` defaults to the last tree passed to `logits`.
+        """
 
 
 class TreeBook:

@@ -237,3 +237,16 @@ def test_build_app_and_command_line_defaults(monkeypatch):
     monkeypatch.setenv("GRADIO_SERVER_PORT", "8080")
     assert (app.parse_args([]).host, app.parse_args([]).port) == ("0.0.0.0", 8080)
     assert app.parse_args(["--host", "h", "--port", "1", "--pair", "toy"]).port == 1
+
+
+@pytest.mark.slow
+def test_embedded_pair_steps_a_322_tree():
+    controls = replace(app.Controls(), pair="embedded", prompt="Why is the sky blue?", verifier="rrs_wor",
+                       branching="3,2,2", seed=0)
+    views = step(app.Session(), controls)
+    views = step(views.session, controls)
+    steps = views.session.steps
+    assert len(steps) == 2 and "⚠️" not in views.status
+    assert len(steps[-1].nodes) == 1 + 3 + 6 + 12
+    assert tree_counts(views) == steps[-1].status_counts()
+    assert "".join(span for span, _ in views.text) == views.session.trace.text

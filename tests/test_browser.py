@@ -86,6 +86,15 @@ def test_step_draws_the_tree_and_the_screenshot_is_saved(page):
     assert page.locator("#tree-plot .scatterlayer .point").count() >= 4  # root, drafts, emitted token
     assert page.locator("#node-plot .barlayer .point").count() > 0
     assert "Step 3 of 3" in page.inner_text("#status")
+    # plotly's drag layer covers the markers, so hover by moving the mouse onto one
+    point = page.locator("#tree-plot .scatterlayer .point").nth(1)
+    point.scroll_into_view_if_needed()
+    box = point.bounding_box()
+    page.mouse.move(box["x"] - 40, box["y"] - 40)
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2, steps=5)
+    page.wait_for_selector("#tree-plot .hoverlayer .hovertext", state="attached", timeout=10_000)
+    hover = page.locator("#tree-plot .hoverlayer").text_content()
+    assert "token" in hover and "status" in hover
     assert "Traceback" not in page.content()
     shot = OUTPUT / "screenshot.png"
     page.screenshot(path=str(shot), full_page=True)
@@ -112,3 +121,24 @@ def test_run_streams_to_the_end_and_the_slider_replays(page):
     page.wait_for_function("document.querySelector('#status')?.innerText.includes('finished (')", timeout=120_000)
     status = page.inner_text("#status")
     assert "Step " in status and "Traceback" not in page.content()
+
+
+def test_export_then_import_through_the_page(page, tmp_path):
+    page.click("#reset-btn")
+    page.click("#step-btn")
+    page.wait_for_function("document.querySelector('#status')?.innerText.includes('Step 1 of 1')", timeout=60_000)
+    page.get_by_role("tab", name="Trace: export / import").click()
+    page.click("#export-btn")
+    link = page.wait_for_selector("#trace-file a[href]", timeout=30_000)
+    href = link.get_attribute("href")
+    url = href if href.startswith("http") else page.url.rstrip("/") + "/" + href.lstrip("/")
+    body = urllib.request.urlopen(url, timeout=10).read()
+    assert b'"format": "specscope-trace"' in body
+    saved = tmp_path / "trace.json"
+    saved.write_bytes(body)
+    page.click("#reset-btn")
+    page.wait_for_function("document.querySelector('#status')?.innerText.includes('Reset')", timeout=30_000)
+    page.set_input_files("input[type=file][accept='.json']", str(saved))  # the UploadButton's input
+    page.wait_for_function("document.querySelector('#status')?.innerText.includes('Imported a trace of 1 steps')",
+                           timeout=30_000)
+    assert page.locator("#tree-plot .scatterlayer .point").count() >= 2

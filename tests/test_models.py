@@ -3,8 +3,6 @@ drafter's q, the conversion cache; and (slow) the embedded pair and its cached r
 
 from __future__ import annotations
 
-import time
-
 import pytest
 import torch
 
@@ -193,9 +191,8 @@ def test_publish_is_atomic_and_keeps_a_finished_folder(tmp_path):
 def test_embedded_pair_loads_and_the_cached_reload_is_bit_identical():
     pair = models.load_pair("embedded", device="cpu", progress=lambda m: None)
     assert pair.describe()["kind"] == "embedded" and pair.vocab_size == 49152 and pair.max_context == 8192
-    t0 = time.perf_counter()
-    assert models.load_pair("embedded", device="cpu").target_model is pair.target_model  # the load cache
-    assert time.perf_counter() - t0 < 1.0
+    again_pair = models.load_pair("embedded", device="cpu")  # the load cache: no second load
+    assert again_pair.target_model is pair.target_model and again_pair.draft_model is pair.draft_model
     ids = pair.encode_prompt("Why is the sky blue?", chat=True)
     assert pair.token_text(ids[-1]) == "\n" and pair.eos_ids == frozenset({2})
     tree = DraftTree.root(ids[-1]).add_draws(0, [504, 1073], merge=False)

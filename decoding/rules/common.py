@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from decoding.sampling import draw, normalise, uniform
+from decoding.sampling import EPS_MASS, draw, normalise, uniform
 from decoding.verdict import AcceptTest, NodeVerdict, ResidualUpdate
 
 NO_UNIFORM = 1.0  # shown as the "uniform" of a deterministic test (no draw)
@@ -26,6 +26,8 @@ NO_UNIFORM = 1.0  # shown as the "uniform" of a deterministic test (no draw)
 @dataclass(frozen=True)
 class Test:
     """A planned accept test. A denominator <= 0 (e.g. q(x) = 0) means the test is skipped: threshold 0."""
+
+    __test__ = False  # not a pytest test class
 
     candidate: int
     token: int
@@ -59,7 +61,7 @@ class Update:
 @dataclass(frozen=True)
 class Final:
     residual: torch.Tensor  # [V] law of the emitted token when all tests failed; must hold mass
-    hits: bool = False  # a residual sample equal to a candidate accepts that candidate (hu_greedy)
+    hits: tuple[int, ...] = ()  # candidates that a residual sample equal to them accepts (hu_greedy)
     token: int | None = None  # deterministic emission (lossy rules): no draw
 
 
@@ -69,7 +71,8 @@ Event = Test | Update | Final
 def prepare(
     p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]
 ) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
-    """Float64 copies of p and q [V] (renormalised: float32 softmax sums drift) and the candidates as ints.
+    """p and q [V] as float64 (renormalised unless they sum to 1 within 1e-12: float32 softmax sums drift;
+    the input itself when nothing changes, so never write into them) and the candidates as ints.
 
     Raises ValueError on shapes that do not match, no candidates, an out-of-range token, or a law with no mass.
     """
@@ -84,11 +87,11 @@ def prepare(
 
 
 def _law(v: torch.Tensor, name: str) -> torch.Tensor:
-    v = v.detach().to(device="cpu", dtype=torch.float64)
+    v = v.detach().to(device="cpu", dtype=torch.float64)  # no copy when already float64 (never mutated)
     total = float(v.sum())
     if not (total > 0 and math.isfinite(total)):
         raise ValueError(f"{name} must be a finite distribution with positive mass, got total {total}")
-    return v / total
+    return v if abs(total - 1.0) <= 1e-12 else v / total  # skip a [V] pass when already normalised
 
 
 def final_residual(r: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
@@ -100,23 +103,30 @@ def final_residual(r: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
     return normalise(r, fallback=p)
 
 
-def restricted(q: torch.Tensor, excluded: torch.Tensor) -> torch.Tensor:
-    """q [V] restricted to the tokens not `excluded` [V bool], renormalised; uniform on them when q has
-    no mass there. This is exactly laws._draw_excluding's law (an exact zero test, no epsilon)."""
-    d = q.masked_fill(excluded, 0.0)  # [V]
+def residual(t: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
+    """norm((t - d)_+) [V], zeros when it holds no mass: sampling.residual, in place on the fresh difference."""
+    v = (t - d).clamp_(min=0.0)
+    total = float(v.sum())
+    return v.div_(total) if total > EPS_MASS else v.zero_()
+
+
+def restricted(q: torch.Tensor, excluded: Iterable[int]) -> torch.Tensor:
+    """q [V] restricted to the tokens not `excluded`, renormalised; uniform on them when q has no mass
+    there. This is exactly laws._draw_excluding's law (an exact zero test, no epsilon)."""
+    d = without(q, excluded)  # [V]
     total = float(d.sum())
     if total > 0:
         return d / total
-    rest = (~excluded).to(torch.float64)
+    rest = without(torch.ones_like(q), excluded)
     count = float(rest.sum())
     return rest / count if count > 0 else rest
 
 
-def token_mask(tokens: Iterable[int], size: int) -> torch.Tensor:
-    """[V] bool, True at the given tokens."""
-    mask = torch.zeros(size, dtype=torch.bool)
-    mask[list(tokens)] = True
-    return mask
+def without(v: torch.Tensor, tokens: Iterable[int]) -> torch.Tensor:
+    """A copy of v [V] with the given tokens set to 0 (index writes: cheaper than a [V] mask)."""
+    out = v.clone()
+    out[list(tokens)] = 0.0
+    return out
 
 
 def one_hot(token: int, size: int) -> torch.Tensor:
@@ -151,14 +161,12 @@ def _decide(test: Test, generator: torch.Generator) -> AcceptTest:
     else:
         u = uniform(generator)
         passed = threshold > 0 and u <= threshold  # threshold 0 (skipped test) never passes
-    return AcceptTest(
-        test.candidate, test.token, test.numerator, test.denominator, threshold, u, passed, test.label
-    )
+    return AcceptTest(test.candidate, test.token, test.numerator, test.denominator, threshold, u, passed, test.label)
 
 
 def _emit(final: Final, xs, tests, updates, notes, generator) -> NodeVerdict:
     token = final.token if final.token is not None else draw(final.residual, generator)
-    hit = xs.index(token) if final.hits and token in xs else None
+    hit = next((i for i in final.hits if xs[i] == token), None)
     return NodeVerdict(
         accepted=hit,
         token=token,
@@ -192,7 +200,9 @@ def _final_law(final: Final, xs, accept: torch.Tensor, stay: float) -> tuple[tor
     residual = final.residual  # [V]
     if not final.hits:
         return accept, residual
-    hit = token_mask(xs, residual.shape[0])
-    for token in dict.fromkeys(xs):  # first index of each distinct candidate token
-        accept[xs.index(token)] += stay * float(residual[token])
-    return accept, normalise(residual.masked_fill(hit, 0.0))
+    first = {}  # token -> first hit-eligible candidate index with that token
+    for i in final.hits:
+        first.setdefault(xs[i], i)
+    for token, i in first.items():
+        accept[i] += stay * float(residual[token])
+    return accept, normalise(without(residual, first))

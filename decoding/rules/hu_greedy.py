@@ -25,22 +25,21 @@ from decoding.rules.common import (
     chain_law,
     final_residual,
     prepare,
+    residual,
     restricted,
     run_chain,
-    token_mask,
 )
-from decoding.sampling import residual
 from decoding.verdict import NodeVerdict
 
 
 def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event]:
     i, y = len(xs) - 1, xs[-1]
-    q_rest = restricted(q, token_mask(xs[:-1], q.shape[0]))  # [V] law of the random candidate
+    q_rest = restricted(q, xs[:-1])  # [V] law of the random candidate
     note = f"candidate {i} (token {y}) has q'(x) = 0: skipped (threshold 0)" if not float(q_rest[y]) > 0 else ""
     yield Test(i, y, float(p[y]), float(q_rest[y]), "p(x)/q'(x)", note=note)
     r = residual(p, q_rest)  # [V] p on T, (p - q')_+ elsewhere
     yield Update(r, note="a residual sample in the top set accepts that candidate")
-    yield Final(final_residual(r, p), hits=True)
+    yield Final(final_residual(r, p), hits=tuple(range(i)))  # only the top set T descends on a hit
 
 
 def verify(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int], generator: torch.Generator) -> NodeVerdict:
@@ -50,6 +49,6 @@ def verify(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int], generato
 
 
 def conditional(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
-    """accept [k] counts residual hits on the top candidates; residual [V] is zero on all candidates."""
+    """accept [k] counts residual hits on the top candidates; residual [V] is zero on the top set."""
     p, q, xs = prepare(p, q, candidates)
     return chain_law(chain(p, q, xs), xs, p.shape[0])

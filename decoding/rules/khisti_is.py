@@ -17,7 +17,9 @@ Computing r (no Monte Carlo):
   bin centre to 10 Taylor terms (e^{-y} (y sigma)^j / j! <= sigma^j / sqrt(2 pi j), |sigma| <= 0.026),
   so the cost is a few [T, bins] passes and 10 [V] passes instead of V x T exponentials.
   Checked against enumeration and against the direct V x T quadrature in tests/test_verifiers_khisti.py
-  (agreement ~1e-13); the total of r is renormalised to 1 (it is 1 up to that error before).
+  (agreement ~1e-13; the total of r, exactly 1 for the true law, is 1 within 1e-12). The fit is done
+  once per node; the accept test evaluates r at the selected token only, the whole [V] law is built
+  only when the residual is needed.
 
 Conventions, applied identically by the selection and by both law computations:
 - weights w <= W_LO (1e-14) count as 0 (their tokens carry under 1e-14 of p relative to q);
@@ -31,6 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
+from typing import NamedTuple
 
 import torch
 
@@ -51,8 +54,8 @@ FACTORIALS = torch.tensor([math.factorial(j) for j in range(TERMS)], dtype=torch
 
 def sir_weights(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     """[V] importance weights w = p/q on supp q (0 elsewhere and below W_LO), capped to stay finite."""
-    w = torch.where(q > 0, p / q.clamp(min=torch.finfo(torch.float64).tiny), torch.zeros_like(p))
-    return w.masked_fill(w <= W_LO, 0.0).clamp(max=1e300)
+    w = (p / q.clamp(min=1e-300)) * (q > 0)  # [V] finite: p <= 1 and q >= 1e-300 in the division
+    return (w * (w > W_LO)).clamp(max=1e300)
 
 
 def selection(weights: torch.Tensor) -> torch.Tensor:
@@ -70,14 +73,34 @@ def induced_law(p: torch.Tensor, q: torch.Tensor, k: int, method: str = "auto") 
 
     method: "auto", "enumerate" (exact, small support only) or "integrate" (any size).
     """
-    if k == 1:
-        return q.clone()
-    w = sir_weights(p, q)
-    n = int((q > 0).sum())
-    if method == "enumerate" or (method == "auto" and n**k <= ENUMERATION_LIMIT):
-        return _enumerated_law(q, w, k)
-    r = integrated_law(q, w, k)
-    return r / r.sum()
+    return InducedLaw(q, sir_weights(p, q), k, method).full()
+
+
+class InducedLaw:
+    """r_beta of SIR selection: exact enumeration for a small support, else the 1-D integral, whose
+    per-bin coefficients are fitted once and then evaluated at one token (the accept test) or at
+    every token (only when the residual is needed)."""
+
+    def __init__(self, q: torch.Tensor, w: torch.Tensor, k: int, method: str = "auto") -> None:
+        self.q, self.w, self.k = q, w, k
+        self._full: torch.Tensor | None = None
+        self._fit: _Fit | None = None
+        if k == 1:
+            self._full = q.clone()
+        elif method == "enumerate" or (method == "auto" and int((q > 0).sum()) ** k <= ENUMERATION_LIMIT):
+            self._full = _enumerated_law(q, w, k)
+        else:
+            self._fit = _Fit.of(q, w, k)
+
+    def at(self, token: int) -> float:
+        if self._full is not None:
+            return float(self._full[token])
+        return float(self._fit.law(self.q[token : token + 1], self.w[token : token + 1])[0])
+
+    def full(self) -> torch.Tensor:
+        if self._full is None:
+            self._full = self._fit.law(self.q, self.w)
+        return self._full
 
 
 def _enumerated_law(q: torch.Tensor, w: torch.Tensor, k: int) -> torch.Tensor:
@@ -96,45 +119,63 @@ def _enumerated_law(q: torch.Tensor, w: torch.Tensor, k: int) -> torch.Tensor:
 
 def integrated_law(q: torch.Tensor, w: torch.Tensor, k: int) -> torch.Tensor:
     """[V] the induced law by the 1-D integral (not renormalised: its total checks the accuracy)."""
-    zero = (q > 0) & (w == 0)
-    mid = (w > 0) & (w <= W_HI)
-    z = float(q.masked_fill(~zero, 0.0).sum())  # q-mass of weight-0 tokens
-    g_inf = z ** (k - 1)  # P(S = 0): the k-1 other draws all weigh 0
-    r = q * (g_inf * zero.double() + k * (w > W_HI).double())  # [V] all-zero tuples; w > W_HI: always
-    if bool(mid.any()):
-        qm = q * mid.double()  # [V]
-        r = r + k * qm * selection_ratio(qm, w, mid, z, k)
-    return r
+    return _Fit.of(q, w, k).law(q, w)
 
 
-def selection_ratio(qm: torch.Tensor, w: torch.Tensor, mid: torch.Tensor, z: float, k: int) -> torch.Tensor:
-    """[V] E[a/(a+S)] at each token's weight a = w (meaningful where `mid`; qm = q there, 0 elsewhere)."""
-    log_w = torch.log(w.masked_fill(~mid, 1.0))  # [V] placeholders off `mid` carry no mass
-    lo = float(log_w.masked_fill(~mid, math.inf).min())
-    hi = float(log_w.masked_fill(~mid, -math.inf).max())
-    bins = max(1, math.ceil((hi - lo) / BIN))
-    b = ((log_w - lo) / BIN).floor().long().clamp(0, bins - 1)  # [V] bin of each token
-    log_c = lo + (torch.arange(bins, dtype=torch.float64) + 0.5) * BIN  # [bins] log bin centres
-    sigma = torch.expm1(log_w - log_c.index_select(0, b))  # [V] w/c - 1, small where `mid`
-    y, e = _grid(lo, hi, log_c)  # [T, bins] t c and e^{-t c}, zero past Y_MAX
-    laplace = z + (e * _taylor_sum(_bin_moments(qm, sigma, b, bins), -y)).sum(dim=1)  # [T] M(t)
-    g_inf = z ** (k - 1)
-    weight = STEP * (laplace ** (k - 1) - g_inf)  # [T] trapezoid weight x (G(t) - G(inf))
-    coeff = _bump_coefficients(weight[:, None] * y * e, -y)  # [TERMS, bins]
-    poly = coeff[TERMS - 1].index_select(0, b)  # [V] Horner in sigma, one bin row per token
-    for j in range(TERMS - 2, -1, -1):
-        poly = torch.addcmul(coeff[j].index_select(0, b), poly, sigma)
-    return g_inf + (1.0 + sigma) * poly
+class _Fit(NamedTuple):
+    """E[a/(a+S)] as a polynomial in sigma = a/c - 1 around each log-weight bin centre c."""
+
+    k: int
+    g_inf: float  # P(S = 0) = z^(k-1), z = q-mass of the weight-0 tokens
+    lo: float  # smallest log weight in (0, W_HI]
+    bins: int
+    log_c: torch.Tensor | None  # [bins] log bin centres (None: no weight in (0, W_HI])
+    coeff: torch.Tensor | None  # [TERMS, bins]
+
+    @staticmethod
+    def of(q: torch.Tensor, w: torch.Tensor, k: int) -> _Fit:
+        z = float((q * ((q > 0) & (w == 0))).sum())
+        mid = (w > 0) & (w <= W_HI)
+        if not bool(mid.any()):
+            return _Fit(k, z ** (k - 1), 0.0, 1, None, None)
+        log_w = torch.log(w + (~mid).double())  # [V] placeholder log 1 = 0 off `mid` (no mass there)
+        lo = float((log_w + 1e300 * (~mid).double()).min())
+        hi = float((log_w - 1e300 * (~mid).double()).max())
+        bins = max(1, math.ceil((hi - lo) / BIN))
+        log_c = lo + (torch.arange(bins, dtype=torch.float64) + 0.5) * BIN  # [bins]
+        fit = _Fit(k, z ** (k - 1), lo, bins, log_c, None)
+        b, sigma = fit.place(log_w)
+        y, e = _grid(lo, hi, log_c)  # [T, bins] t c and e^{-t c}, zero past Y_MAX
+        laplace = z + (e * _taylor_sum(_bin_moments(q * mid.double(), sigma, b, bins), -y)).sum(dim=1)  # [T]
+        weight = STEP * (laplace ** (k - 1) - fit.g_inf)  # [T] trapezoid weight x (G(t) - G(inf))
+        return fit._replace(coeff=_bump_coefficients(weight[:, None] * y * e, -y))
+
+    def place(self, log_w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Bin index [n] and relative offset sigma = w/c - 1 [n] of each log weight."""
+        b = ((log_w - self.lo) / BIN).floor().long().clamp(0, self.bins - 1)
+        return b, torch.expm1(log_w - self.log_c.index_select(0, b))
+
+    def law(self, q: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        """r at the given tokens (q [n], w [n]): weight 0, weight in (0, W_HI], weight > W_HI."""
+        zero, mid = ((q > 0) & (w == 0)).double(), ((w > 0) & (w <= W_HI)).double()
+        r = q * (self.g_inf * zero + self.k * (w > W_HI).double())  # all-zero tuples; huge weights always
+        if self.coeff is None:
+            return r
+        b, sigma = self.place(torch.log(w * mid + (1.0 - mid)))
+        poly = self.coeff[TERMS - 1].index_select(0, b)  # [n] Horner in sigma, one bin row per token
+        for j in range(TERMS - 2, -1, -1):
+            poly = torch.addcmul(self.coeff[j].index_select(0, b), poly, sigma)
+        return r + self.k * q * mid * (self.g_inf + (1.0 + sigma) * poly)
 
 
 def _bin_moments(qm: torch.Tensor, sigma: torch.Tensor, b: torch.Tensor, bins: int) -> torch.Tensor:
-    """[bins, TERMS] m[b, j] = sum over the bin's tokens of q sigma^j / j!."""
-    out = torch.empty(bins, TERMS, dtype=torch.float64)
+    """[TERMS, bins] m[j, b] = sum over the bin's tokens of q sigma^j / j!."""
+    out = torch.zeros(TERMS, bins, dtype=torch.float64)
     term = qm
     for j in range(TERMS):
-        out[:, j] = torch.bincount(b, weights=term, minlength=bins)
+        out[j].scatter_add_(0, b, term)  # cheaper than bincount, which scans for min and max
         term = term * sigma
-    return out / FACTORIALS
+    return out / FACTORIALS[:, None]
 
 
 def _grid(lo: float, hi: float, log_c: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -143,16 +184,17 @@ def _grid(lo: float, hi: float, log_c: torch.Tensor) -> tuple[torch.Tensor, torc
     start, stop = math.log(T_LO) - hi, math.log(Y_MAX) - lo
     log_t = start + STEP * torch.arange(math.ceil((stop - start) / STEP) + 1, dtype=torch.float64)  # [T]
     y = torch.exp(log_t[:, None] + log_c[None, :])
-    y = y.masked_fill(y > Y_MAX, 0.0)
-    e = torch.exp(-y).masked_fill(y == 0.0, 0.0)
+    live = (y <= Y_MAX).double()
+    y = y * live
+    e = torch.exp(-y) * live
     return y, e
 
 
 def _taylor_sum(moments: torch.Tensor, neg_y: torch.Tensor) -> torch.Tensor:
-    """[T, bins] sum_j moments[b, j] (-y)^j (Horner) = sum over the bin of q e^{-y sigma}."""
-    acc = moments[:, TERMS - 1].expand_as(neg_y)
+    """[T, bins] sum_j moments[j, b] (-y)^j (Horner) = sum over the bin of q e^{-y sigma}."""
+    acc = moments[TERMS - 1].expand_as(neg_y)
     for j in range(TERMS - 2, -1, -1):
-        acc = torch.addcmul(moments[:, j], acc, neg_y)
+        acc = torch.addcmul(moments[j], acc, neg_y)
     return acc
 
 
@@ -166,14 +208,16 @@ def _bump_coefficients(f: torch.Tensor, neg_y: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def _sd_test(p: torch.Tensor, xs: Sequence[int], chosen: int, law: torch.Tensor) -> Test:
+def _sd_test(p: torch.Tensor, xs: Sequence[int], chosen: int, law: InducedLaw) -> Test:
     y = xs[chosen]
-    return Test(chosen, y, float(p[y]), float(law[y]), "p(y)/r_beta(y)")
+    r_y = law.at(y)
+    note = f"candidate {chosen} (token {y}) has r_beta(y) = 0 (q(y) = 0): skipped" if not r_y > 0 else ""
+    return Test(chosen, y, float(p[y]), r_y, "p(y)/r_beta(y)", note=note)
 
 
-def _chain(p: torch.Tensor, xs: Sequence[int], chosen: int, law: torch.Tensor) -> Iterator[Event]:
+def _chain(p: torch.Tensor, xs: Sequence[int], chosen: int, law: InducedLaw) -> Iterator[Event]:
     yield _sd_test(p, xs, chosen, law)
-    r = final_residual(positive_part(p - law), p)  # [V] SD residual against the induced law
+    r = final_residual(positive_part(p - law.full()), p)  # [V] SD residual against the induced law
     yield Update(r)
     yield Final(r)
 
@@ -181,9 +225,10 @@ def _chain(p: torch.Tensor, xs: Sequence[int], chosen: int, law: torch.Tensor) -
 def verify(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int], generator: torch.Generator) -> NodeVerdict:
     """Select one candidate by importance weight p/q, then SD of it against its induced law r."""
     p, q, xs = prepare(p, q, candidates)
-    beta = selection(sir_weights(p, q)[xs])  # [k]
+    w = sir_weights(p, q)  # [V]
+    beta = selection(w[xs])  # [k]
     chosen = draw(beta, generator)
-    law = induced_law(p, q, len(xs))  # [V]
+    law = InducedLaw(q, w, len(xs))
     verdict = run_chain(_chain(p, xs, chosen, law), xs, generator)
     note = f"SIR selected candidate {chosen} (token {xs[chosen]}) with probability {float(beta[chosen]):.6g}"
     return replace(verdict, notes=(note,) + verdict.notes)
@@ -192,10 +237,11 @@ def verify(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int], generato
 def conditional(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
     """accept[i] = beta_i min(1, p(x_i)/r(x_i)); residual = norm((p - r)_+) [V]."""
     p, q, xs = prepare(p, q, candidates)
-    beta = selection(sir_weights(p, q)[xs])  # [k]
-    law = induced_law(p, q, len(xs))  # [V]
+    w = sir_weights(p, q)  # [V]
+    beta = selection(w[xs])  # [k]
+    law = InducedLaw(q, w, len(xs))
     passes = torch.tensor([_sd_test(p, xs, i, law).probability for i in range(len(xs))], dtype=torch.float64)
     accept = beta * passes  # [k]
     if float(accept.sum()) >= 1.0:
         return accept, torch.zeros_like(p)
-    return accept, final_residual(positive_part(p - law), p)
+    return accept, final_residual(positive_part(p - law.full()), p)

@@ -16,21 +16,20 @@ from collections.abc import Iterator, Sequence
 
 import torch
 
-from decoding.rules.common import Event, Final, Test, Update, chain_law, final_residual, prepare, run_chain
+from decoding.rules.common import Event, Final, Test, Update, chain_law, final_residual, prepare, run_chain, without
 from decoding.sampling import normalise
 from decoding.verdict import NodeVerdict
 
 
 def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event]:
     r = p  # [V]
-    tested = torch.zeros(p.shape[0], dtype=torch.bool)  # [V]
+    tested: list[int] = []
     for i, x in enumerate(xs):
-        if tested[x]:
+        if x in tested:
             continue  # a repeat: r(x) = 0 already
         yield Test(i, x, float(r[x]), 1.0, "r(x)/1")
-        tested = tested.clone()
-        tested[x] = True
-        r = normalise(p.masked_fill(tested, 0.0))  # [V]
+        tested.append(x)
+        r = normalise(without(p, tested))  # [V] p restricted to the untested tokens
         yield Update(r)
     yield Final(final_residual(r, p))
 

@@ -16,9 +16,18 @@ from collections.abc import Iterator, Sequence
 
 import torch
 
-from decoding.rules.common import Event, Final, Test, Update, chain_law, final_residual, prepare, run_chain
+from decoding.rules.common import (
+    Event,
+    Final,
+    Test,
+    Update,
+    chain_law,
+    final_residual,
+    prepare,
+    residual,
+    run_chain,
+)
 from decoding.rules.sd import skip_note
-from decoding.sampling import residual
 from decoding.verdict import NodeVerdict
 
 

@@ -25,23 +25,20 @@ from decoding.rules.common import (
     chain_law,
     final_residual,
     prepare,
+    residual,
     restricted,
     run_chain,
 )
-from decoding.sampling import residual
 from decoding.verdict import NodeVerdict
 
 
 def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event]:
     r, d = p, q  # [V] residual target, [V] law the current candidate was drawn from
-    drawn = torch.zeros(p.shape[0], dtype=torch.bool)  # [V]
     for i, x in enumerate(xs):
         note = f"candidate {i} (token {x}) has d(x) = 0: skipped (threshold 0)" if not float(d[x]) > 0 else ""
         yield Test(i, x, float(r[x]), float(d[x]), "r(x)/d(x)", note=note)
         r = residual(r, d)  # subtract the law x_i was drawn from, before removing x_i from it
-        drawn = drawn.clone()
-        drawn[x] = True
-        d = restricted(q, drawn)  # [V] law of the next draw
+        d = restricted(q, xs[: i + 1])  # [V] law of the next draw: q without every token drawn so far
         yield Update(r, draft=d)
     yield Final(final_residual(r, p))
 

@@ -14,8 +14,17 @@ from collections.abc import Iterator, Sequence
 
 import torch
 
-from decoding.rules.common import Event, Final, Test, Update, chain_law, final_residual, prepare, run_chain
-from decoding.sampling import residual
+from decoding.rules.common import (
+    Event,
+    Final,
+    Test,
+    Update,
+    chain_law,
+    final_residual,
+    prepare,
+    residual,
+    run_chain,
+)
 from decoding.verdict import NodeVerdict
 
 

@@ -18,11 +18,22 @@ non-hub masses (never 1 - q(a)); the authors' force-accept of a when p(a) > 1 - 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import NamedTuple
 
 import torch
 
 from decoding.rules import sd
-from decoding.rules.common import Event, Final, Test, chain_law, final_residual, prepare, restricted, run_chain
+from decoding.rules.common import (
+    Event,
+    Final,
+    Test,
+    chain_law,
+    final_residual,
+    prepare,
+    restricted,
+    run_chain,
+    without,
+)
 from decoding.sampling import positive_part
 from decoding.verdict import NodeVerdict
 
@@ -39,15 +50,21 @@ def hub_pair(q: torch.Tensor, xs: Sequence[int]) -> tuple[int, int]:
     return a, second if first == a else first
 
 
-def _masses(p: torch.Tensor, q: torch.Tensor, a: int) -> dict:
-    """The transport quantities of the hub pair law, off the hub unless named otherwise."""
-    off = torch.ones_like(p, dtype=torch.bool)
-    off[a] = False
-    q_ai = float(q[a]) * restricted(q, ~off)  # [V] Q(a, i); zero at a
-    p1 = positive_part(p - q).masked_fill(~off, 0.0)  # [V] target mass left for i after its (i, a) use
-    r_ai = float(positive_part(q_ai - p1).sum())  # leftover draft mass of the (a, .) pairs
-    r_ia = float(positive_part(q - p).masked_fill(~off, 0.0).sum())  # leftover mass of the (., a) pairs
-    return {"q_ai": q_ai, "p1": p1, "r_ai": r_ai, "r_ia": r_ia}
+class HubMasses(NamedTuple):
+    """The transport quantities of the hub pair law (all zero at the hub a)."""
+
+    q_ai: torch.Tensor  # [V] Q(a, i) = q(a) q'(i)
+    p1: torch.Tensor  # [V] target mass left for i after its (i, a) use: (p - q)_+
+    r_ai: float  # leftover draft mass of the (a, .) pairs: sum (Q(a, i) - p1(i))_+
+    r_ia: float  # leftover draft mass of the (., a) pairs: sum over i != a of (q(i) - p(i))_+
+
+
+def _masses(p: torch.Tensor, q: torch.Tensor, a: int) -> HubMasses:
+    q_ai = float(q[a]) * restricted(q, [a])  # q' from the non-hub masses: stable when q(a) -> 1
+    p1 = without(positive_part(p - q), [a])
+    r_ai = float(positive_part(q_ai - p1).sum())
+    r_ia = float(without(positive_part(q - p), [a]).sum())
+    return HubMasses(q_ai, p1, r_ai, r_ia)
 
 
 def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event]:
@@ -61,13 +78,13 @@ def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event
     if xs[0] == i:  # case (i, a)
         yield Test(0, i, float(p[i]), float(q[i]), "p(x)/q(x)", note=sd.skip_note(0, i, q))
         m = _masses(p, q, a)
-        pa_left = pa - min(pa, m["r_ai"])  # hub mass the (a, .) pairs did not serve
-        yield Test(1, a, pa_left, m["r_ia"], "pa'/R_ia")
+        pa_left = pa - min(pa, m.r_ai)  # hub mass the (a, .) pairs did not serve
+        yield Test(1, a, pa_left, m.r_ia, "pa'/R_ia")
     else:  # case (a, i)
         m = _masses(p, q, a)
-        yield Test(1, i, float(m["p1"][i]), float(m["q_ai"][i]), "p1(x)/Qai(x)")
-        yield Test(0, a, pa, m["r_ai"], "p(a)/R_ai")
-    yield Final(final_residual(positive_part(m["p1"] - m["q_ai"]), p))  # zero at the hub
+        yield Test(1, i, float(m.p1[i]), float(m.q_ai[i]), "p1(x)/Qai(x)")
+        yield Test(0, a, pa, m.r_ai, "p(a)/R_ai")
+    yield Final(final_residual(positive_part(m.p1 - m.q_ai), p))  # zero at the hub
 
 
 def verify(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int], generator: torch.Generator) -> NodeVerdict:

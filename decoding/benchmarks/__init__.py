@@ -1,0 +1,1 @@
+"""Benchmarks (not tests): `python -m decoding bench <name>` or `python -m decoding.benchmarks.<name>`."""
