@@ -16,6 +16,7 @@ import logging
 import os
 import re
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields, replace
@@ -177,7 +178,7 @@ def status_text(session: Session, position: int) -> str:
              else f"finished ({session.run.stop_reason})" if session.run.stop_reason else "running")
     models_line = " · ".join(f"{k} {v}" for k, v in trace.models.items() if v not in (None, ""))
     return (f"**Step {position} of {n}** · {len(trace.generated_ids)} tokens · {_md(str(cfg.get('verifier')))} · "
-            f"tree {_md(shape)} · T = {cfg.get('temperature')} · {state}  \n{_md(models_line)}")
+            f"tree {_md(shape)} · T = {_md(str(cfg.get('temperature')))} · {state}  \n{_md(models_line)}")
 
 
 def _md(value: str) -> str:
@@ -220,13 +221,14 @@ def _device() -> str:
 
 
 def _reporter(progress: gr.Progress | None) -> Callable[..., None]:
-    """Adapt the loader's progress calls (a fraction and/or a message) to gr.Progress."""
+    """Adapt the loader's progress calls (a fraction and/or a message) to gr.Progress and the log."""
     def report(*args: Any, **kwargs: Any) -> None:
-        if progress is None:
-            return
         desc = next((a for a in (*args, *kwargs.values()) if isinstance(a, str)), None)
         frac = next((a for a in args if isinstance(a, (int, float)) and not isinstance(a, bool)), None)
-        progress(None if frac is None else min(max(float(frac), 0.0), 1.0), desc=desc)
+        if desc:
+            log.info("%s", desc)
+        if progress is not None:
+            progress(None if frac is None else min(max(float(frac), 0.0), 1.0), desc=desc)
     return report
 
 
@@ -544,8 +546,8 @@ def _wire(state, c: dict, b: dict, v: dict, e: dict) -> None:
     b["stop"].click(None, None, None, cancels=[running])
     b["reset"].click(reset_handler, [state], outputs, cancels=[running])
     e["baseline"].click(baseline_handler, [state], outputs, **decode)
-    v["slider"].release(scrub_handler, [state, v["slider"]], outputs, trigger_mode="always_last",
-                        show_progress="hidden")
+    v["slider"].input(scrub_handler, [state, v["slider"]], outputs, trigger_mode="always_last",
+                      show_progress="hidden")
     v["node"].input(node_handler, [state, v["slider"], v["node"]], [v["node_plot"], v["tests"]],
                     show_progress="hidden")
     e["export"].click(export_handler, [state], [e["file"], b["status"]])
@@ -569,7 +571,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--pair", default="embedded", choices=[v for _, v in PAIRS if v != "custom"],
                         help="model pair preselected in the app")
     parser.add_argument("--device", default=None, help="auto (default), cpu, cuda or mps")
+    parser.add_argument("--no-preload", action="store_true",
+                        help="do not load the preselected pair in the background at start")
     return parser.parse_args(argv)
+
+
+def preload(kind: str) -> None:
+    """Load the preselected pair once at start (models are cached per process), so the first
+    click does not wait for it; a failure is only logged: the user sees it on Step."""
+    try:
+        load(replace(Controls(), pair=kind))
+    except Exception:  # noqa: BLE001 - a background warm-up must never stop the app
+        log.exception("preloading the %s pair failed", kind)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -578,6 +591,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.device:
         os.environ["SPECSCOPE_DEVICE"] = args.device
     demo = build_app(default_pair=args.pair)
+    if not args.no_preload:
+        threading.Thread(target=preload, args=(args.pair,), daemon=True, name="specscope-preload").start()
     demo.queue(max_size=64).launch(server_name=args.host, server_port=args.port, css=CSS, max_file_size="50mb",
                                    show_error=False)
 

@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -64,6 +65,7 @@ def convert(dest: Path, progress: Callable[[str], None]) -> None:
     src = gguf_folder()
     progress(f"first start: converting the embedded {MODEL_NAME} into {dest} (one time, about 30 s)")
     dest.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temps(dest.parent)
     tokenizer = AutoTokenizer.from_pretrained(src, gguf_file=GGUF_FILE)
     progress("  tokenizer read; dequantizing the model weights to float32")
     model = AutoModelForCausalLM.from_pretrained(src, gguf_file=GGUF_FILE, dtype=torch.float32)
@@ -81,6 +83,14 @@ def convert(dest: Path, progress: Callable[[str], None]) -> None:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     progress(f"  conversion done ({_size_mb(dest):.0f} MB); later starts load it in seconds")
+
+
+def _remove_stale_temps(root: Path, max_age_s: float = 3600.0) -> None:
+    """Delete temp folders of conversions killed long ago (a running one is younger than max_age_s)."""
+    now = time.time()
+    for tmp in root.glob(".converting-*"):
+        if tmp.is_dir() and now - tmp.stat().st_mtime > max_age_s:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _publish(tmp: Path, dest: Path) -> None:

@@ -250,3 +250,37 @@ def test_embedded_pair_steps_a_322_tree():
     assert len(steps[-1].nodes) == 1 + 3 + 6 + 12
     assert tree_counts(views) == steps[-1].status_counts()
     assert "".join(span for span, _ in views.text) == views.session.trace.text
+
+
+def _every_verifier():
+    from decoding.verifiers import VERIFIERS
+
+    return sorted(VERIFIERS)
+
+
+@pytest.mark.parametrize("key", _every_verifier())
+def test_every_verifier_steps_and_draws_on_the_toy_pair(key):
+    from decoding.verifiers import VERIFIERS
+
+    k = min(3, VERIFIERS[key].max_candidates or 3)
+    controls = replace(CONTROLS, verifier=key, branching=f"{k},{k}", seed=5)
+    views, session = None, app.Session()
+    for _ in range(3):
+        views = step(session, controls)
+        assert "⚠️" not in views.status, views.status
+        session = views.session
+    for position in range(1, len(session.steps) + 1):
+        shown = app.scrub_handler(session, position)
+        record = session.steps[position - 1]
+        assert tree_counts(shown) == record.status_counts()
+        for node in {v.node for v in record.visits}:
+            plot, table = app.node_handler(session, position, node)
+            tests = [row for row in table["data"] if row[0] == "test"]
+            assert len(tests) == len(visit_at(record, node).tests)
+
+
+def test_preload_warms_the_cache_and_never_raises(caplog):
+    app.preload("toy")
+    app.preload("martian")  # a failure is logged, not raised: the user sees it on Step
+    assert "preloading the martian pair failed" in caplog.text
+    assert app.parse_args(["--no-preload"]).no_preload is True

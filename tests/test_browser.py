@@ -86,20 +86,31 @@ def test_step_draws_the_tree_and_the_screenshot_is_saved(page):
     assert page.locator("#tree-plot .scatterlayer .point").count() >= 4  # root, drafts, emitted token
     assert page.locator("#node-plot .barlayer .point").count() > 0
     assert "Step 3 of 3" in page.inner_text("#status")
-    # plotly's drag layer covers the markers, so hover by moving the mouse onto one
-    point = page.locator("#tree-plot .scatterlayer .point").nth(1)
-    point.scroll_into_view_if_needed()
-    box = point.bounding_box()
+    # plotly's drag layer covers the markers, so hover by moving the mouse onto one: the lowest
+    # marker in the left half, whose label then covers little of the tree in the screenshot
+    page.locator("#tree-plot").scroll_into_view_if_needed()
+    plot = page.locator("#tree-plot").bounding_box()
+    points = page.locator("#tree-plot .scatterlayer .point")
+    boxes = [points.nth(i).bounding_box() for i in range(points.count())]
+    box = max((b for b in boxes if b["x"] < plot["x"] + 0.45 * plot["width"]), key=lambda b: b["y"])
     page.mouse.move(box["x"] - 40, box["y"] - 40)
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2, steps=5)
     page.wait_for_selector("#tree-plot .hoverlayer .hovertext", state="attached", timeout=10_000)
     hover = page.locator("#tree-plot .hoverlayer").text_content()
     assert "token" in hover and "status" in hover
     assert "Traceback" not in page.content()
-    shot = OUTPUT / "screenshot.png"
+    shot = OUTPUT / "screenshot.png"  # with the hover label showing: the README explains it
     page.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 20_000
     shutil.copyfile(shot, ROOT / "assets" / "screenshot.png")
+
+
+def test_the_slider_replays_an_earlier_step(page):
+    box = page.locator("#step-slider input[type=number]")
+    box.fill("1")
+    box.press("Enter")
+    page.wait_for_function("document.querySelector('#status')?.innerText.includes('Step 1 of 3')", timeout=30_000)
+    page.wait_for_selector("#tree-plot .scatterlayer .point", timeout=30_000)
 
 
 def test_a_bad_tree_shape_shows_a_message_and_the_page_stays_up(page):

@@ -3,6 +3,8 @@ drafter's q, the conversion cache; and (slow) the embedded pair and its cached r
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 
@@ -169,6 +171,15 @@ def test_only_a_folder_with_the_done_marker_counts_as_converted(monkeypatch, tmp
     assert calls == [folder] == [tmp_path / embedded.CACHE_FOLDER]
     embedded.converted_folder(print)
     assert len(calls) == 1
+
+
+def test_stale_temp_folders_of_killed_conversions_are_removed(tmp_path):
+    old, young = tmp_path / ".converting-old", tmp_path / ".converting-young"
+    old.mkdir()
+    young.mkdir()
+    os.utime(old, (0, 0))
+    embedded._remove_stale_temps(tmp_path)
+    assert not old.exists() and young.exists()
 
 
 def test_publish_is_atomic_and_keeps_a_finished_folder(tmp_path):

@@ -56,7 +56,8 @@ def test_tree_hover_shows_p_q_threshold_and_uniform_of_the_parents_test():
     assert "p = 0.1 · q = 0.5 · p/q = 0.2" in hover[1]
     assert "threshold 0.2, u = 0.7: failed" in hover[1]
     assert "exact α = 0.62" in hover[0] and "optimal for this law = 0.71" in hover[0]
-    assert "not tested" in hover[3]
+    assert "not tested: another candidate at the parent was accepted first" in hover[3]
+    assert "not tested: its parent was not reached" in hover[4]
 
 
 # ---- text: whitespace and escaping ---------------------------------------------------------------
@@ -202,3 +203,15 @@ def test_hand_made_steps_have_no_problems_and_broken_ones_do():
     bad_parent = replace(step, nodes=(step.nodes[0], replace(step.nodes[1], parent=7), *step.nodes[2:]))
     assert "parents come first" in step_problems(bad_parent)[0]
     assert step_problems(replace(step, nodes=())) == ["step 1: the tree has no root"]
+
+
+def test_strings_from_an_untrusted_trace_are_escaped_in_titles_and_hovers():
+    from dataclasses import replace
+
+    step = fx.step_residual()
+    visit = replace(step.visits[0], tests=tuple(replace(t, label="<img src=x>") for t in step.visits[0].tests))
+    evil = replace(step, verifier="<i>v</i>", visits=(visit, *step.visits[1:]))
+    fig = tree_figure.tree_figure(evil)
+    assert "&lt;i&gt;v&lt;/i&gt;" in fig.layout.title.text
+    hovers = " ".join(h for t in fig.data if t.hovertext is not None for h in t.hovertext)
+    assert "<img" not in hovers and "&lt;img src=x&gt;" in hovers

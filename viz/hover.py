@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 from decoding.records import EmittedRecord, NodeRecord, StepRecord, TestRecord, VisitRecord
 from viz.lookup import ratio, tests_of_child, token_p, visit_at
 from viz.palette import ORIGIN_NAMES, STATUS_NAMES
@@ -18,7 +20,7 @@ def node_hover(step: StepRecord, node: NodeRecord) -> str:
     if node.parent >= 0:
         lines.append(f"p = {fmt(node.p_token)} · q = {fmt(node.q_token)} · "
                      f"p/q = {fmt(ratio(node.p_token, node.q_token))}")
-        lines += [test_line(t) for t in tests_of_child(step, node)] or ["not tested"]
+        lines += [test_line(t) for t in tests_of_child(step, node)] or [untested_line(step, node)]
     visit = visit_at(step, node.id)
     if visit is not None:
         lines.append(visit_line(visit))
@@ -27,8 +29,18 @@ def node_hover(step: StepRecord, node: NodeRecord) -> str:
 
 def test_line(test: TestRecord) -> str:
     verdict = "passed" if test.passed else "failed"
-    return (f"test #{test.candidate + 1} at parent: {test.label} = {fmt(test.numerator)}/{fmt(test.denominator)}"
+    return (f"test #{test.candidate + 1} at parent: {html.escape(test.label)} = "
+            f"{fmt(test.numerator)}/{fmt(test.denominator)}"
             f" → threshold {fmt(test.threshold)}, u = {fmt(test.uniform)}: {verdict}")
+
+
+def untested_line(step: StepRecord, node: NodeRecord) -> str:
+    parent_visit = visit_at(step, node.parent)
+    if parent_visit is None:
+        return "not tested: its parent was not reached"
+    if parent_visit.accepted is not None:
+        return "not tested: another candidate at the parent was accepted first"
+    return "not tested"
 
 
 def visit_line(visit: VisitRecord) -> str:

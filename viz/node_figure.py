@@ -3,6 +3,7 @@ update, and the table of the tests made there in order."""
 
 from __future__ import annotations
 
+import html
 import math
 
 import plotly.graph_objects as go
@@ -86,7 +87,7 @@ def _add_residuals(fig: go.Figure, visit: VisitRecord, tokens: list[TokenProb], 
         fig.add_trace(go.Bar(
             x=names, y=[mass.get(t.token, 0.0) for t in tokens], name=f"residual after test {update.after_test + 1}",
             marker_color=RESIDUAL_COLOR, marker_opacity=0.35 + 0.65 * (i + 1) / n,
-            hovertext=update.note, ), 2, 1)
+            hovertext=html.escape(update.note)), 2, 1)
 
 
 def node_title(step: StepRecord, node: NodeRecord, visit: VisitRecord | None) -> str:

@@ -7,6 +7,7 @@ the emitted kind (residual / bonus). Tests read the statuses back from there.
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass, replace
 
 import plotly.graph_objects as go
@@ -120,12 +121,12 @@ def _style(fig: go.Figure, step: StepRecord, points: list[Point], title: str | N
         hoverlabel={"align": "left"},
     )
     fig.update_xaxes(visible=False, range=[-0.4, depth + 0.6])
-    fig.update_yaxes(visible=False, autorange="reversed")
+    fig.update_yaxes(visible=False, range=[slots - 0.4, -0.9])  # reversed: slot 0 on top, room for its label
 
 
 def default_title(step: StepRecord) -> str:
     expected = "" if step.expected_tokens is None else f" (expected {step.expected_tokens:.2f})"
-    return (f"step {step.index + 1} · {step.verifier} · {len(step.nodes) - 1} drafted nodes · "
+    return (f"step {step.index + 1} · {html.escape(step.verifier)} · {len(step.nodes) - 1} drafted nodes · "
             f"{step.n_emitted} tokens emitted{expected}")
 
 

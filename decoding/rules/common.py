@@ -98,16 +98,24 @@ def final_residual(r: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
     """The law to draw from after every rejection: r normalised, or p when r holds no mass.
 
     r holds no mass only when rejection had probability ~0 (float artefacts, p = q), so any
-    fallback keeps the output law; p is the natural one (VERIFIERS.md §2 pitfalls).
+    fallback keeps the output law; p is the natural one (VERIFIERS.md §2 pitfalls). A copy of p, so a
+    verdict never aliases the caller's tensor; r itself when it is already normalised.
     """
-    return normalise(r, fallback=p)
+    total = float(r.sum())
+    if total > EPS_MASS:
+        return r if abs(total - 1.0) <= 1e-12 else r / total
+    return p.clone()
+
+
+def normalised_(v: torch.Tensor) -> torch.Tensor:
+    """v / sum(v) IN PLACE (v must be a fresh tensor the caller owns); zeros when it holds no mass."""
+    total = float(v.sum())
+    return v.div_(total) if total > EPS_MASS else v.zero_()
 
 
 def residual(t: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
-    """norm((t - d)_+) [V], zeros when it holds no mass: sampling.residual, in place on the fresh difference."""
-    v = (t - d).clamp_(min=0.0)
-    total = float(v.sum())
-    return v.div_(total) if total > EPS_MASS else v.zero_()
+    """norm((t - d)_+) [V], zeros when it holds no mass: sampling.residual without extra [V] copies."""
+    return normalised_((t - d).clamp_(min=0.0))
 
 
 def restricted(q: torch.Tensor, excluded: Iterable[int]) -> torch.Tensor:
@@ -116,10 +124,10 @@ def restricted(q: torch.Tensor, excluded: Iterable[int]) -> torch.Tensor:
     d = without(q, excluded)  # [V]
     total = float(d.sum())
     if total > 0:
-        return d / total
+        return d.div_(total)
     rest = without(torch.ones_like(q), excluded)
     count = float(rest.sum())
-    return rest / count if count > 0 else rest
+    return rest.div_(count) if count > 0 else rest
 
 
 def without(v: torch.Tensor, tokens: Iterable[int]) -> torch.Tensor:

@@ -21,10 +21,12 @@ Computing r (no Monte Carlo):
   once per node; the accept test evaluates r at the selected token only, the whole [V] law is built
   only when the residual is needed.
 
-Conventions, applied identically by the selection and by both law computations:
-- weights w <= W_LO (1e-14) count as 0 (their tokens carry under 1e-14 of p relative to q);
-- when every candidate has weight 0 the first candidate is selected;
-- weights above W_HI (1e16) are selected whenever drafted (E[w/(w+S)] = 1 up to (k-1)/w < 1e-15).
+Conventions, applied identically by the selection and by both law computations (so they define a
+slightly different, equally lossless selection rule rather than an approximation):
+- weights w <= W_LO (1e-14) count as 0, capped at 1e300 above;
+- when every candidate has weight 0 the first candidate is selected.
+The one approximation besides quadrature: in the integral, a weight above W_HI (1e16) is selected
+whenever drafted (E[w/(w+S)] = 1 up to (k-1)/w < 1e-15; such tokens have q < 1e-16).
 Numerics: q(x) = 0 gives weight 0 and r(x) = 0, so such a candidate is never accepted (threshold 0).
 """
 
@@ -54,8 +56,9 @@ FACTORIALS = torch.tensor([math.factorial(j) for j in range(TERMS)], dtype=torch
 
 def sir_weights(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     """[V] importance weights w = p/q on supp q (0 elsewhere and below W_LO), capped to stay finite."""
-    w = (p / q.clamp(min=1e-300)) * (q > 0)  # [V] finite: p <= 1 and q >= 1e-300 in the division
-    return (w * (w > W_LO)).clamp(max=1e300)
+    w = p / q.clamp(min=1e-300)  # [V] finite: p <= 1 and q >= 1e-300 in the division
+    w.mul_(q > 0)  # in place on our own tensor: 0 off the support of q
+    return w.mul_(w > W_LO).clamp_(max=1e300)
 
 
 def selection(weights: torch.Tensor) -> torch.Tensor:

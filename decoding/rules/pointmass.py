@@ -16,8 +16,18 @@ from collections.abc import Iterator, Sequence
 
 import torch
 
-from decoding.rules.common import Event, Final, Test, Update, chain_law, final_residual, prepare, run_chain, without
-from decoding.sampling import normalise
+from decoding.rules.common import (
+    Event,
+    Final,
+    Test,
+    Update,
+    chain_law,
+    final_residual,
+    normalised_,
+    prepare,
+    run_chain,
+    without,
+)
 from decoding.verdict import NodeVerdict
 
 
@@ -29,7 +39,7 @@ def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event
             continue  # a repeat: r(x) = 0 already
         yield Test(i, x, float(r[x]), 1.0, "r(x)/1")
         tested.append(x)
-        r = normalise(without(p, tested))  # [V] p restricted to the untested tokens
+        r = normalised_(without(p, tested))  # [V] p restricted to the untested tokens
         yield Update(r)
     yield Final(final_residual(r, p))
 

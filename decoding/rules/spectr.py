@@ -63,16 +63,17 @@ def division_factor(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
 
 
 def _at_or_above_root(p: torch.Tensor, q: torch.Tensor, rho: float, k: int) -> float:
-    """rho* (1 + 1e-12), checked with beta summed directly (bucket sums round differently): f <= 0 there.
+    """rho nudged up until f(rho) <= 0 with beta summed directly (bucket sums round differently).
 
-    The margin costs ~1e-12 of acceptance and makes one direct check enough in practice."""
-    rho *= 1.0 + 1e-12
+    The first step (1e-14 relative) usually suffices; the acceptance lost is of that order."""
+    step = 1e-14
     for _ in range(30):
+        rho = min(rho * (1.0 + step), float(k))
         b = beta(p, q, rho)
         if rho >= k or 1.0 - (1.0 - b) ** k - rho * b <= 0.0:
             break
-        rho *= 1.0 + 1e-11
-    return min(rho, float(k))
+        step *= 10.0
+    return rho
 
 
 def _f(rho, above_q, below_p, k):
