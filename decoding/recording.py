@@ -49,11 +49,21 @@ def top_tokens(p: torch.Tensor, q: torch.Tensor | None, n: int, text: TokenText)
 
 
 def node_statuses(tree: DraftTree, walk: Walk) -> list[str]:
-    """root / accepted (on the path) / rejected (a candidate of a visited node, not taken) / unreached."""
+    """root / accepted (on the path) / rejected / unreached.
+
+    A candidate is rejected when a test on one of its draws failed, or when its node emitted a residual
+    token (then every candidate there lost). A sibling never tested because another was accepted first
+    is unreached, like everything below a node the walk did not take.
+    """
     status = [UNREACHED] * len(tree)
     status[0] = ROOT
-    for node, _ in walk.visits:
-        for child in tree.children(node):
+    for node, verdict in walk.visits:
+        draws = tree.draws[node]
+        if verdict.accepted is None:
+            rejected = set(draws)
+        else:
+            rejected = {draws[t.candidate] for t in verdict.tests if not t.passed and 0 <= t.candidate < len(draws)}
+        for child in rejected:
             status[child] = REJECTED
     for node in walk.path[1:]:
         status[node] = ACCEPTED
