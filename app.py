@@ -573,7 +573,30 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--device", default=None, help="auto (default), cpu, cuda or mps")
     parser.add_argument("--no-preload", action="store_true",
                         help="do not load the preselected pair in the background at start")
+    parser.add_argument("--bench-step", type=int, default=0, metavar="N",
+                        help="benchmark instead of serving: N Step clicks (3,2,2 tree) on --pair, timed")
     return parser.parse_args(argv)
+
+
+def bench_step(kind: str, clicks: int, repeats: int = 3) -> None:
+    """Time whole Step clicks (resume + one step + every view redrawn), as the server runs them."""
+    import statistics
+    from dataclasses import astuple
+
+    load(replace(Controls(), pair=kind))  # model loading is not part of a click
+    prompt = "the cat" if kind == "toy" else Controls().prompt
+    times = []
+    for seed in range(repeats):
+        controls = replace(Controls(), pair=kind, prompt=prompt, seed=seed, max_new_tokens=1024)
+        session = Session()
+        for _ in range(clicks):
+            t0 = time.perf_counter()
+            views = step_handler(session, *astuple(controls), progress=None)
+            times.append(time.perf_counter() - t0)
+            session = views.session
+    print(f"{kind} pair, 3,2,2 tree, {len(times)} Step clicks ({repeats} runs x {clicks}): "
+          f"median {1e3 * statistics.median(times):.0f} ms, p90 {1e3 * sorted(times)[int(0.9 * len(times))]:.0f} ms, "
+          f"max {1e3 * max(times):.0f} ms per click (all views redrawn)")
 
 
 def preload(kind: str) -> None:
@@ -587,6 +610,9 @@ def preload(kind: str) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    if args.bench_step:
+        bench_step(args.pair, args.bench_step)
+        return
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if args.device:
         os.environ["SPECSCOPE_DEVICE"] = args.device

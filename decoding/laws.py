@@ -17,15 +17,26 @@ from decoding.sampling import draw
 LAWS = ("iid", "without_replacement", "hub", "topk_plus_random", "topk", "any")
 
 
-def top_order(q: torch.Tensor) -> list[int]:
-    """Token ids by decreasing q, ties broken by lower token id first."""
-    order = torch.sort(-q.to(torch.float64), stable=True).indices
-    return [int(i) for i in order]
+def top_order(q: torch.Tensor, m: int | None = None) -> list[int]:
+    """The m most probable token ids under q (all when m is None), by decreasing q, ties by lower id.
+
+    Uses topk + a tie fix rather than a full sort: at V = 49152 a stable sort costs milliseconds.
+    """
+    q = q.to(torch.float64)
+    V = q.shape[0]
+    m = V if m is None else min(m, V)
+    if m == 0:
+        return []
+    threshold = torch.topk(q, m).values[-1]
+    above = torch.nonzero(q > threshold).flatten()  # strictly more probable: all of them are in
+    above = above[torch.sort(-q[above], stable=True).indices]  # ids ascend, so ties keep lower id first
+    ties = torch.nonzero(q == threshold).flatten()[: m - above.shape[0]]
+    return [int(i) for i in torch.cat([above, ties])]
 
 
 def hub(q: torch.Tensor) -> int:
-    """The SpecHub hub: argmax q, lowest id on ties."""
-    return top_order(q)[0]
+    """The SpecHub hub: argmax q, lowest id on ties (torch.argmax returns the first maximum)."""
+    return int(torch.argmax(q))
 
 
 def _draw_excluding(q: torch.Tensor, excluded: list[int], generator: torch.Generator) -> int:
@@ -55,10 +66,10 @@ def sample(law: str, q: torch.Tensor, k: int, generator: torch.Generator) -> lis
             return [x1]
         return [x1, _draw_excluding(q, [a], generator)] if x1 == a else [x1, a]
     if law == "topk_plus_random":
-        top = top_order(q)[: k - 1]
+        top = top_order(q, k - 1)
         return top + [_draw_excluding(q, top, generator)]
     if law in ("topk", "any"):
-        return top_order(q)[:k]
+        return top_order(q, k)
     raise ValueError(f"unknown candidate law {law!r}; known: {', '.join(LAWS)}")
 
 
@@ -88,11 +99,11 @@ def enumerate_tuples(law: str, q: torch.Tensor, k: int) -> Iterator[tuple[tuple[
     elif law == "hub":
         yield from _enumerate_hub(q, k)
     elif law == "topk_plus_random":
-        top = top_order(q)[: k - 1]
+        top = top_order(q, k - 1)
         for x, prob in _restricted(q, top):
             yield tuple(top) + (x,), prob
     elif law in ("topk", "any"):
-        yield tuple(top_order(q)[:k]), 1.0
+        yield tuple(top_order(q, k)), 1.0
     else:
         raise ValueError(f"unknown candidate law {law!r}")
 

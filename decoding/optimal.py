@@ -38,16 +38,8 @@ def as_law(v: torch.Tensor) -> torch.Tensor:
 
 
 def top_tokens(q: torch.Tensor, k: int) -> torch.Tensor:
-    """laws.top_order(q)[:k] as a tensor [k]: the k most likely tokens of q, ties to the lower id.
-
-    Only the tokens at least as likely as the k-th are sorted (all of them on a wide tie).
-    """
-    q = q.to(torch.float64)
-    if k <= 0:
-        return torch.zeros(0, dtype=torch.long)
-    kth = torch.topk(q, k).values[-1]
-    near = torch.nonzero(q >= kth).squeeze(1)  # ascending ids, every tie included
-    return near[torch.sort(-q[near], stable=True).indices[:k]]
+    """laws.top_order(q, k) as a tensor [k]: the k most likely tokens of q, ties to the lower id."""
+    return torch.tensor(laws.top_order(q, max(k, 0)), dtype=torch.long)
 
 
 def _check(law: str, q: torch.Tensor, k: int) -> None:
