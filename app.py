@@ -41,6 +41,7 @@ PAIRS = (("embedded: SmolLM2-135M + its int8 self-draft", "embedded"),
          ("custom: two hub ids or local folders", "custom"))
 SHAPES = ("branching per level", "K sequences x depth")
 MAX_TRACE_BYTES = 50 * 1024 * 1024
+HELP_HEADING = "## The app: what each panel shows and how to read it"
 # Gradio finds a progress tracker by a parameter whose default is a gr.Progress; it hands each event
 # its own tracker, so one shared default instance holds no per-user state.
 PROGRESS = gr.Progress()
@@ -513,9 +514,15 @@ def _extras_panel() -> dict[str, Any]:
 
 
 def _help_text() -> str:
-    path = ASSETS / "README_app.md"
+    """The README's panel guide (one source for the docs and the app), without its screenshot."""
+    path = ASSETS.parent / "README.md"
     body = path.read_text(encoding="utf-8") if path.exists() else ""
-    return "\n".join(line for line in body.splitlines() if not line.startswith("!["))
+    start = body.find(HELP_HEADING)
+    if start < 0:
+        return ""
+    end = body.find("\n## ", start + len(HELP_HEADING))
+    section = body[start: end if end > 0 else None]
+    return "\n".join(line for line in section.splitlines() if not line.startswith("!["))
 
 
 def build_app(default_pair: str = "embedded") -> gr.Blocks:
