@@ -51,7 +51,7 @@ def _draw_excluding(q: torch.Tensor, excluded: list[int], generator: torch.Gener
 
 def sample(law: str, q: torch.Tensor, k: int, generator: torch.Generator) -> list[int]:
     """k candidates drawn from q [V] with `law`, in draw order. "any" draws deterministic top-k."""
-    _check_k(law, q, k)
+    check_k(law, q, k)
     if law == "iid":
         return [draw(q, generator) for _ in range(k)]
     if law == "without_replacement":
@@ -73,7 +73,8 @@ def sample(law: str, q: torch.Tensor, k: int, generator: torch.Generator) -> lis
     raise ValueError(f"unknown candidate law {law!r}; known: {', '.join(LAWS)}")
 
 
-def _check_k(law: str, q: torch.Tensor, k: int) -> None:
+def check_k(law: str, q: torch.Tensor, k: int) -> None:
+    """Refuse a candidate count the law cannot produce, with a readable message."""
     if k < 1:
         raise ValueError(f"need at least one candidate, got k={k}")
     if law == "hub" and k > 2:
@@ -84,7 +85,7 @@ def _check_k(law: str, q: torch.Tensor, k: int) -> None:
 
 def enumerate_tuples(law: str, q: torch.Tensor, k: int) -> Iterator[tuple[tuple[int, ...], float]]:
     """Every ordered candidate tuple of `law` with its probability (probabilities sum to 1)."""
-    _check_k(law, q, k)
+    check_k(law, q, k)
     q = q.to(torch.float64)
     V = q.shape[0]
     if law == "iid":

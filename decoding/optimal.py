@@ -45,12 +45,7 @@ def top_tokens(q: torch.Tensor, k: int) -> torch.Tensor:
 def _check(law: str, q: torch.Tensor, k: int) -> None:
     if law not in laws.LAWS:
         raise ValueError(f"unknown candidate law {law!r}; known: {', '.join(laws.LAWS)}")
-    if k < 1:
-        raise ValueError(f"need at least one candidate, got k={k}")
-    if law == "hub" and k > 2:
-        raise ValueError(f"the hub law (SpecHub) is defined for k <= 2 candidates, got k={k}")
-    if law != "iid" and k > q.shape[-1]:
-        raise ValueError(f"law {law!r} draws distinct tokens: k={k} exceeds the vocabulary ({q.shape[-1]})")
+    laws.check_k(law, q, k)
 
 
 # ---------------------------------------------------------------------------------------------

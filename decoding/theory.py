@@ -205,20 +205,6 @@ CLOSED_FORMS: dict[str, ClosedForm] = {
     "khisti_is": khisti_acceptance,
 }
 
-# The candidate law each key is analysed under (must match the registry entry's `law`).
-LAW_OF = {
-    "sd": "iid",
-    "rrs": "iid",
-    "rrs_wor": "without_replacement",
-    "spectr": "iid",
-    "spechub": "hub",
-    "khisti_is": "iid",
-    "hu_greedy": "topk_plus_random",
-    "pointmass": "any",
-    "greedy": "any",
-    "typical": "any",
-}
-MAX_K = {"sd": 1, "spechub": 2}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -339,13 +325,9 @@ def registry_acceptance(
 def _check(key: str, p: torch.Tensor, q: torch.Tensor, k: int) -> None:
     if p.dim() != 1 or p.shape != q.shape:
         raise ValueError(f"p and q must be 1-D tensors of the same length, got {tuple(p.shape)}, {tuple(q.shape)}")
-    if k < 1:
-        raise ValueError(f"need at least one candidate, got k={k}")
-    if key in MAX_K and k > MAX_K[key]:
-        raise ValueError(f"verifier {key!r} takes at most {MAX_K[key]} candidates per node, got {k}")
-    law = LAW_OF.get(key)
-    if law is not None and law != "iid" and k > p.shape[0]:
-        raise ValueError(f"law {law!r} draws distinct tokens: k={k} exceeds the vocabulary ({p.shape[0]})")
+    entry = _entry(key)  # the registry is the one source of each key's law and candidate bound
+    entry.check_k(k)
+    laws.check_k(entry.law, p, k)
 
 
 def _clip(x: float) -> float:

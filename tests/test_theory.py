@@ -453,9 +453,8 @@ def test_methods_are_labelled():
     assert theory.acceptance("rrs_wor", P12, Q12, 3).method == "enumeration"
     with pytest.raises(ValueError):
         theory.Acceptance(0.5, 0.0, "guess")
-    assert {key for key in VERIFIERS} <= set(theory.LAW_OF)
-    for key, entry in VERIFIERS.items():
-        assert theory.LAW_OF[key] == entry.law
+    with pytest.raises(ValueError, match="at most 2 candidates"):
+        theory.acceptance("spechub", P12, Q12, 3)
 
 
 def test_small_support_without_replacement_bound_uses_the_uniform_fallback():
