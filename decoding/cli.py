@@ -38,7 +38,7 @@ def _add_generate_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", default=None, help="target model: hub id or local folder")
     p.add_argument("--draft", default=None, help="draft model: hub id or local folder (needs --target)")
     p.add_argument("--device", default="auto", help="auto (cuda, then mps, then cpu), cpu, cuda, mps")
-    p.add_argument("--verifier", default=d.verifier, help="verifier key (see the registry)")
+    p.add_argument("--verifier", default=d.verifier, help=_verifier_help())
     p.add_argument("--tree", default=",".join(map(str, d.branching)),
                    help="children per node at each depth, e.g. 3,2,2 or a chain 1,1,1,1")
     p.add_argument("--sequences", type=int, default=0, help="K independent draft sequences (instead of --tree)")
@@ -51,6 +51,13 @@ def _add_generate_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--chat", action=argparse.BooleanOptionalAction, default=True,
                    help="wrap the prompt in the model's chat template when it has one")
     p.add_argument("--json", default=None, help="write the trace JSON to this path")
+
+
+def _verifier_help() -> str:
+    from decoding.verifiers import VERIFIERS
+
+    keys = ", ".join(k if e.lossless else f"{k} (lossy)" for k, e in VERIFIERS.items())
+    return f"verifier key: {keys}"
 
 
 def config_from_args(args: argparse.Namespace) -> DecodeConfig:
