@@ -13,6 +13,7 @@ import argparse
 import html
 import json
 import logging
+import math
 import os
 import re
 import tempfile
@@ -95,14 +96,17 @@ class Session:
 
 def _number(value: Any, name: str) -> float:
     try:
-        return float(value)
+        number = float(value)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a number, got {value!r}") from None
+    if math.isnan(number):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    return number
 
 
 def _integer(value: Any, name: str) -> int:
     number = _number(value, name)
-    if number != int(number):
+    if not math.isfinite(number) or number != int(number):
         raise ValueError(f"{name} must be a whole number, got {value!r}")
     return int(number)
 

@@ -23,6 +23,8 @@ from decoding.tree import DraftTree
 from decoding.verifiers import VERIFIERS
 from decoding.walk import Walk, expected_tokens, walk
 
+MAX_PROMPT_CHARS = 100_000
+
 
 @dataclass(frozen=True)
 class RunState:
@@ -170,6 +172,8 @@ def encode(pair, config: DecodeConfig, prompt: str) -> list[int]:
     """Prompt -> ids, refusing an empty prompt or one that leaves no room in the model's context."""
     if not isinstance(prompt, str) or not prompt.strip():
         raise ValueError("the prompt is empty: type some text to continue")
+    if len(prompt) > MAX_PROMPT_CHARS:  # refuse before tokenizing: a pasted novel must not stall a worker
+        raise ValueError(f"the prompt has {len(prompt)} characters; the limit is {MAX_PROMPT_CHARS}")
     ids = pair.encode_prompt(prompt, config.chat)
     room = pair.max_context - config.tree_depth - 2
     if len(ids) > room:
