@@ -12,7 +12,7 @@ the later updates) and the exact conditional law (`chain_law`, no randomness).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -214,3 +214,22 @@ def _final_law(final: Final, xs, accept: torch.Tensor, stay: float) -> tuple[tor
     for token, i in first.items():
         accept[i] += stay * float(residual[token])
     return accept, normalise(without(residual, first))
+
+
+ChainFn = Callable[[torch.Tensor, torch.Tensor, list[int]], Iterable[Event]]
+
+
+def verify_chain(
+    chain: ChainFn, p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int], generator: torch.Generator
+) -> NodeVerdict:
+    """A chain rule's `verify`: prepare the inputs once, then run the chain with the generator's uniforms."""
+    p, q, xs = prepare(p, q, candidates)
+    return run_chain(chain(p, q, xs), xs, generator)
+
+
+def conditional_chain(
+    chain: ChainFn, p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A chain rule's `conditional`: the exact (accept [k], residual [V]) of the same chain."""
+    p, q, xs = prepare(p, q, candidates)
+    return chain_law(chain(p, q, xs), xs, p.shape[0])

@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 
 import torch
 
-from decoding.rules.common import Event, Final, Test, chain_law, one_hot, prepare, run_chain
+from decoding.rules.common import Event, Final, Test, conditional_chain, one_hot, verify_chain
 from decoding.verdict import NodeVerdict
 
 
@@ -24,11 +24,9 @@ def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event
 
 def verify(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int], generator: torch.Generator) -> NodeVerdict:
     """Accept the first candidate equal to argmax p, else emit argmax p. Uses no randomness."""
-    p, q, xs = prepare(p, q, candidates)
-    return run_chain(chain(p, q, xs), xs, generator)
+    return verify_chain(chain, p, q, candidates, generator)
 
 
 def conditional(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
     """accept [k] is one-hot at the first match (or zero); residual [V] is one-hot at argmax p."""
-    p, q, xs = prepare(p, q, candidates)
-    return chain_law(chain(p, q, xs), xs, p.shape[0])
+    return conditional_chain(chain, p, q, candidates)

@@ -22,12 +22,11 @@ from decoding.rules.common import (
     Final,
     Test,
     Update,
-    chain_law,
+    conditional_chain,
     final_residual,
-    prepare,
     residual,
     restricted,
-    run_chain,
+    verify_chain,
 )
 from decoding.verdict import NodeVerdict
 
@@ -44,11 +43,9 @@ def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event
 
 def verify(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int], generator: torch.Generator) -> NodeVerdict:
     """SD on the random candidate; a residual sample that is a top candidate accepts it."""
-    p, q, xs = prepare(p, q, candidates)
-    return run_chain(chain(p, q, xs), xs, generator)
+    return verify_chain(chain, p, q, candidates, generator)
 
 
 def conditional(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
     """accept [k] counts residual hits on the top candidates; residual [V] is zero on the top set."""
-    p, q, xs = prepare(p, q, candidates)
-    return chain_law(chain(p, q, xs), xs, p.shape[0])
+    return conditional_chain(chain, p, q, candidates)

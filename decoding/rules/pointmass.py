@@ -21,11 +21,10 @@ from decoding.rules.common import (
     Final,
     Test,
     Update,
-    chain_law,
+    conditional_chain,
     final_residual,
     normalised_,
-    prepare,
-    run_chain,
+    verify_chain,
     without,
 )
 from decoding.verdict import NodeVerdict
@@ -46,11 +45,9 @@ def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event
 
 def verify(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int], generator: torch.Generator) -> NodeVerdict:
     """Sequential point-mass tests u <= r(x); q is not used (the candidates need not be samples of q)."""
-    p, q, xs = prepare(p, q, candidates)
-    return run_chain(chain(p, q, xs), xs, generator)
+    return verify_chain(chain, p, q, candidates, generator)
 
 
 def conditional(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
     """accept[i] = p(x_i) for the first occurrence of each token (0 for repeats); residual = p off the set."""
-    p, q, xs = prepare(p, q, candidates)
-    return chain_law(chain(p, q, xs), xs, p.shape[0])
+    return conditional_chain(chain, p, q, candidates)

@@ -16,17 +16,7 @@ from collections.abc import Iterator, Sequence
 
 import torch
 
-from decoding.rules.common import (
-    Event,
-    Final,
-    Test,
-    Update,
-    chain_law,
-    final_residual,
-    prepare,
-    residual,
-    run_chain,
-)
+from decoding.rules.common import Event, Final, Test, Update, conditional_chain, final_residual, residual, verify_chain
 from decoding.rules.sd import skip_note
 from decoding.verdict import NodeVerdict
 
@@ -42,11 +32,9 @@ def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event
 
 def verify(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int], generator: torch.Generator) -> NodeVerdict:
     """Recursive rejection sampling over i.i.d. candidates, in draw order."""
-    p, q, xs = prepare(p, q, candidates)
-    return run_chain(chain(p, q, xs), xs, generator)
+    return verify_chain(chain, p, q, candidates, generator)
 
 
 def conditional(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
     """Exact accept [k] and residual [V] given the candidates (the residual chain r_1 = p, r_{i+1})."""
-    p, q, xs = prepare(p, q, candidates)
-    return chain_law(chain(p, q, xs), xs, p.shape[0])
+    return conditional_chain(chain, p, q, candidates)

@@ -22,12 +22,11 @@ from decoding.rules.common import (
     Final,
     Test,
     Update,
-    chain_law,
+    conditional_chain,
     final_residual,
-    prepare,
     residual,
     restricted,
-    run_chain,
+    verify_chain,
 )
 from decoding.verdict import NodeVerdict
 
@@ -45,11 +44,9 @@ def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event
 
 def verify(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int], generator: torch.Generator) -> NodeVerdict:
     """Recursive rejection sampling over without-replacement candidates, in draw order."""
-    p, q, xs = prepare(p, q, candidates)
-    return run_chain(chain(p, q, xs), xs, generator)
+    return verify_chain(chain, p, q, candidates, generator)
 
 
 def conditional(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
     """Exact accept [k] and residual [V]; depends on the identity and order of the candidates."""
-    p, q, xs = prepare(p, q, candidates)
-    return chain_law(chain(p, q, xs), xs, p.shape[0])
+    return conditional_chain(chain, p, q, candidates)

@@ -14,17 +14,7 @@ from collections.abc import Iterator, Sequence
 
 import torch
 
-from decoding.rules.common import (
-    Event,
-    Final,
-    Test,
-    Update,
-    chain_law,
-    final_residual,
-    prepare,
-    residual,
-    run_chain,
-)
+from decoding.rules.common import Event, Final, Test, Update, conditional_chain, final_residual, residual, verify_chain
 from decoding.verdict import NodeVerdict
 
 
@@ -45,11 +35,9 @@ def skip_note(i: int, x: int, q: torch.Tensor) -> str:
 
 def verify(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int], generator: torch.Generator) -> NodeVerdict:
     """Test the single candidate against p/q; on rejection draw from norm((p - q)_+)."""
-    p, q, xs = prepare(p, q, candidates)
-    return run_chain(chain(p, q, xs), xs, generator)
+    return verify_chain(chain, p, q, candidates, generator)
 
 
 def conditional(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
     """accept [1] = min(1, p(x)/q(x)); residual [V] = norm((p - q)_+)."""
-    p, q, xs = prepare(p, q, candidates)
-    return chain_law(chain(p, q, xs), xs, p.shape[0])
+    return conditional_chain(chain, p, q, candidates)

@@ -27,11 +27,10 @@ from decoding.rules.common import (
     Event,
     Final,
     Test,
-    chain_law,
+    conditional_chain,
     final_residual,
-    prepare,
     restricted,
-    run_chain,
+    verify_chain,
     without,
 )
 from decoding.sampling import positive_part
@@ -89,11 +88,9 @@ def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event
 
 def verify(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int], generator: torch.Generator) -> NodeVerdict:
     """SpecHub's two-test chain for a hub pair (SD for a single candidate)."""
-    p, q, xs = prepare(p, q, candidates)
-    return run_chain(chain(p, q, xs), xs, generator)
+    return verify_chain(chain, p, q, candidates, generator)
 
 
 def conditional(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
     """Exact accept [k] and residual [V] for a hub pair (or one SD candidate)."""
-    p, q, xs = prepare(p, q, candidates)
-    return chain_law(chain(p, q, xs), xs, p.shape[0])
+    return conditional_chain(chain, p, q, candidates)

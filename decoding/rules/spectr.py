@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 
 import torch
 
-from decoding.rules.common import Event, Final, Test, chain_law, final_residual, prepare, run_chain
+from decoding.rules.common import Event, Final, Test, conditional_chain, final_residual, verify_chain
 from decoding.rules.sd import skip_note
 from decoding.sampling import positive_part
 from decoding.verdict import NodeVerdict
@@ -136,11 +136,9 @@ def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int], rho: float | None
 
 def verify(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int], generator: torch.Generator) -> NodeVerdict:
     """K-SEQ at rho*: damped SD tests in draw order, then the K-SEQ residual."""
-    p, q, xs = prepare(p, q, candidates)
-    return run_chain(chain(p, q, xs), xs, generator)
+    return verify_chain(chain, p, q, candidates, generator)
 
 
 def conditional(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
     """Exact accept [k] (a product of damped thresholds) and the K-SEQ residual [V]."""
-    p, q, xs = prepare(p, q, candidates)
-    return chain_law(chain(p, q, xs), xs, p.shape[0])
+    return conditional_chain(chain, p, q, candidates)
