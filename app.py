@@ -27,10 +27,11 @@ from typing import Any, NamedTuple
 import gradio as gr
 import plotly.graph_objects as go
 
-from decoding import engine, models
-from decoding.config import DecodeConfig, parse_branching
-from decoding.records import Trace, trace_from_json, trace_to_json
-from decoding.verifiers import VERIFIERS
+from decoding.models import pairs as models
+from decoding.run import engine
+from decoding.run.config import DecodeConfig, parse_branching
+from decoding.run.schema import Trace, trace_from_json, trace_to_json
+from decoding.verify.registry import VERIFIERS
 from viz import checks, node_figure, stats, text, tree_figure
 from viz.tokens import shorten, visible
 

@@ -2,6 +2,6 @@
 
 import sys
 
-from decoding.cli import main
+from decoding.cli.main import main
 
 sys.exit(main(sys.argv[1:]))

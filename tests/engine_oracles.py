@@ -8,7 +8,7 @@ import math
 import torch
 from scipy import stats
 
-from decoding.sampling import warp
+from decoding.verify.sampling import warp
 
 
 def exact_joint(

@@ -8,7 +8,7 @@ step_bonus(): a chain of 2, both accepted, then a bonus token.
 
 from __future__ import annotations
 
-from decoding.records import (
+from decoding.run.schema import (
     ACCEPTED,
     BONUS,
     DRAFT,

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator
 
 import torch
 
-from decoding import laws
-from decoding.rules.entry import Verifier
+from decoding.verify import laws
+from decoding.verify.entry import Verifier
 
 Conditional = Callable[[torch.Tensor, torch.Tensor, list[int]], tuple[torch.Tensor, torch.Tensor]]
 F64 = torch.float64

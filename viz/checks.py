@@ -3,7 +3,7 @@ is refused with a message instead of drawing something wrong."""
 
 from __future__ import annotations
 
-from decoding.records import BONUS, DRAFT, RESIDUAL, RESIDUAL_HIT, STATUSES, StepRecord
+from decoding.run.schema import BONUS, DRAFT, RESIDUAL, RESIDUAL_HIT, STATUSES, StepRecord
 
 KINDS = (DRAFT, RESIDUAL, BONUS, RESIDUAL_HIT)
 

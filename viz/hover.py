@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 
-from decoding.records import EmittedRecord, NodeRecord, StepRecord, TestRecord, VisitRecord
+from decoding.run.schema import EmittedRecord, NodeRecord, StepRecord, TestRecord, VisitRecord
 from viz.lookup import ratio, tests_of_child, token_p, visit_at
 from viz.palette import ORIGIN_NAMES, STATUS_NAMES
 from viz.tokens import label

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from decoding.records import BONUS, RESIDUAL, EmittedRecord, NodeRecord, StepRecord, TestRecord, VisitRecord
+from decoding.run.schema import BONUS, RESIDUAL, EmittedRecord, NodeRecord, StepRecord, TestRecord, VisitRecord
 
 
 def visit_at(step: StepRecord, node: int) -> VisitRecord | None:

@@ -9,7 +9,7 @@ import math
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from decoding.records import NodeRecord, StepRecord, TokenProb, UpdateRecord, VisitRecord
+from decoding.run.schema import NodeRecord, StepRecord, TokenProb, UpdateRecord, VisitRecord
 from viz.hover import fmt
 from viz.lookup import visit_at
 from viz.palette import P_COLOR, Q_COLOR, RESIDUAL_COLOR

@@ -5,7 +5,7 @@ Okabe-Ito colours: distinguishable with the common colour-vision deficiencies.
 
 from __future__ import annotations
 
-from decoding.records import (
+from decoding.run.schema import (
     ACCEPTED,
     BONUS,
     DRAFT,

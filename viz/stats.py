@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from decoding.records import StepRecord
+from decoding.run.schema import StepRecord
 from viz.palette import P_COLOR, Q_COLOR, RESIDUAL_COLOR, STATUS_COLORS
 
 

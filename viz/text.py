@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
-from decoding.records import StepRecord
+from decoding.run.schema import StepRecord
 from viz.palette import ORIGIN_COLORS, ORIGIN_NAMES
 
 PROMPT_COLOR = "#EEEEEE"

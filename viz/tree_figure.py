@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 import plotly.graph_objects as go
 
-from decoding.records import ACCEPTED, BONUS, REJECTED, RESIDUAL, ROOT, UNREACHED, StepRecord
+from decoding.run.schema import ACCEPTED, BONUS, REJECTED, RESIDUAL, ROOT, UNREACHED, StepRecord
 from viz import hover
 from viz.layout import tidy_layout
 from viz.lookup import final_emitted

@@ -1,1 +1,0 @@
-"""Benchmarks (not tests): `python -m decoding bench <name>` or `python -m decoding.benchmarks.<name>`."""

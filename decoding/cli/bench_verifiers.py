@@ -1,0 +1,90 @@
+"""Time per node of every registered verifier at a realistic vocabulary size.
+
+    python -m decoding bench verifiers [--vocab 49152] [--k 8] [--nodes 40] [--threads N]
+    python -m decoding.cli.bench_verifiers ...
+
+p and q are softmaxes of random N(0, scale^2) logits; each entry gets k candidates (sd 1, spechub 2)
+drawn with its own law. Each node is verified once after a warm-up; the table shows the median (and
+the 90th percentile) over nodes of verify() and the median of conditional(), in wall-clock and in
+process CPU time (use --threads 1 on a shared machine: CPU time then equals uncontended wall time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+
+from decoding.verify.registry import VERIFIERS
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m decoding bench verifiers", description=__doc__.split("\n")[0])
+    ap.add_argument("--vocab", type=int, default=49152)
+    ap.add_argument("--k", type=int, default=8, help="candidates per node (capped per entry)")
+    ap.add_argument("--nodes", type=int, default=40, help="distinct (p, q, candidates) nodes timed per entry")
+    ap.add_argument("--scale", type=float, default=1.0, help="std of the random logits")
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (0: leave torch's default)")
+    ap.add_argument("--seed", type=int, default=0)
+    return ap
+
+
+def _nodes(entry, args, generator: torch.Generator) -> list[tuple]:
+    k = min(args.k, entry.max_candidates or args.k)
+    nodes = []
+    for _ in range(args.nodes):
+        p = torch.softmax(torch.randn(args.vocab, generator=generator, dtype=torch.float64) * args.scale, 0)
+        q = torch.softmax(torch.randn(args.vocab, generator=generator, dtype=torch.float64) * args.scale, 0)
+        nodes.append((p, q, entry.sample(q, k, generator)))
+    return nodes
+
+
+def _times_ms(fn, nodes: list[tuple]) -> tuple[list[float], list[float]]:
+    """Wall-clock and process CPU milliseconds per node (CPU time is robust to a shared, busy machine)."""
+    fn(*nodes[0])  # warm-up
+    wall, cpu = [], []
+    for node in nodes:
+        start, start_cpu = time.perf_counter(), time.process_time()
+        fn(*node)
+        wall.append(1e3 * (time.perf_counter() - start))
+        cpu.append(1e3 * (time.process_time() - start_cpu))
+    return wall, cpu
+
+
+def bench_entry(key: str, args) -> dict:
+    entry = VERIFIERS[key]
+    generator = torch.Generator().manual_seed(args.seed)
+    nodes = _nodes(entry, args, generator)
+    verify_ms, verify_cpu = _times_ms(lambda p, q, xs: entry.verify(p, q, xs, generator), nodes)
+    conditional_ms, conditional_cpu = _times_ms(entry.conditional, nodes)
+    return {
+        "k": len(nodes[0][2]),
+        "verify": statistics.median(verify_ms),
+        "verify_p90": statistics.quantiles(verify_ms, n=10)[-1] if len(verify_ms) > 1 else verify_ms[0],
+        "verify_cpu": statistics.median(verify_cpu),
+        "conditional": statistics.median(conditional_ms),
+        "conditional_cpu": statistics.median(conditional_cpu),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    print(
+        f"verifier benchmark: V={args.vocab}, k={args.k} (sd 1, spechub 2), {args.nodes} nodes per entry, "
+        f"float64, {torch.get_num_threads()} torch threads"
+    )
+    print("milliseconds per node, median over nodes (p90 for verify wall); cpu = process CPU time")
+    columns = ("verify", "verify_p90", "verify_cpu", "conditional", "conditional_cpu")
+    print(f"{'verifier':<11}{'k':>3}" + "".join(f"{c:>17}" for c in columns))
+    for key in VERIFIERS:
+        r = bench_entry(key, args)
+        print(f"{key:<11}{r['k']:>3}" + "".join(f"{r[c]:>17.3f}" for c in columns))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

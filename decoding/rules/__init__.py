@@ -1,1 +1,0 @@
-"""One module per verification algorithm (VERIFIERS.md). The registry lives in decoding/verifiers.py."""

@@ -1,0 +1,263 @@
+"""The step loop: draft -> score -> verify -> commit -> record, as a generator of StepRecords.
+
+A Run owns its per-run state (two TreeLM sessions with their KV caches, the generator); models
+are shared read-only through the ModelPair. `Run.state` is plain data (what the app keeps in
+gr.State); `resume` rebuilds a Run from it with one prefill per model.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+
+import torch
+
+from decoding.models.target import score_tree
+from decoding.run import recorder as recording
+from decoding.run.config import DecodeConfig
+from decoding.run.drafting import draft_tree
+from decoding.run.schema import RunSummary, StepRecord, Trace
+from decoding.verify.registry import VERIFIERS
+from decoding.verify.sampling import draw, make_generator, warp
+from decoding.verify.tree import DraftTree
+from decoding.verify.walk import Walk, expected_tokens
+
+MAX_PROMPT_CHARS = 100_000
+
+
+@dataclass(frozen=True)
+class RunState:
+    """Plain, deep-copyable state of a run: enough to replay it (steps) and to continue it."""
+
+    pair: dict
+    config: dict
+    prompt: str
+    prompt_ids: tuple[int, ...]
+    generated_ids: tuple[int, ...]
+    steps: tuple[StepRecord, ...]
+    rng_state: bytes
+    stop_reason: str | None  # None while it can continue: "eos" | "max_new_tokens" | "context"
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Baseline:
+    ids: tuple[int, ...]
+    seconds: float
+    forwards: int
+
+
+def _ms_since(t0: float) -> float:
+    return (time.perf_counter() - t0) * 1000.0
+
+
+class Run:
+    """One speculative-decoding run; iterate it, or call step() until it returns None."""
+
+    def __init__(self, pair, config: DecodeConfig, state: RunState) -> None:
+        self.pair = pair
+        self.config = config
+        self.entry = VERIFIERS[config.verifier]
+        self._state = state
+        self.generator = torch.Generator(device="cpu")
+        self.generator.set_state(torch.tensor(list(state.rng_state), dtype=torch.uint8))
+        context = list(state.prompt_ids) + list(state.generated_ids)
+        self.target = pair.target_session()
+        self.draft = pair.draft_session()
+        self.target.start(context)
+        self.draft.start(context)
+
+    # ---- public -------------------------------------------------------------------------------
+    @property
+    def state(self) -> RunState:
+        return self._state
+
+    @property
+    def done(self) -> bool:
+        return self._state.stop_reason is not None
+
+    def __iter__(self) -> Iterator[StepRecord]:
+        while (record := self.step()) is not None:
+            yield record
+
+    def step(self) -> StepRecord | None:
+        """One speculative step; None when the run has finished."""
+        if self.done:
+            return None
+        if self._context_full():
+            self._finish("context")
+            return None
+        t_start = time.perf_counter()
+        record, tokens, tree = self._draft_score_verify()
+        tokens, reason = self._truncate(tokens)
+        record = _truncate_record(record, len(tokens))
+        if reason is None:
+            path = list(record.accepted_path)
+            self.target.commit(path, tokens[-1], tree)
+            self.draft.commit(path, tokens[-1], tree)
+        self._state = replace(
+            self._state,
+            generated_ids=self._state.generated_ids + tuple(tokens),
+            steps=self._state.steps + (record,) if self.config.record else self._state.steps,
+            rng_state=bytes(self.generator.get_state().tolist()),
+            stop_reason=reason,
+            seconds=self._state.seconds + (time.perf_counter() - t_start),
+        )
+        return record
+
+    def trace(self) -> Trace:
+        return trace_of(self._state, self.pair.decode)
+
+    # ---- the step, as a story ---------------------------------------------------------------------
+    def _draft_score_verify(self) -> tuple[StepRecord, list[int], DraftTree]:
+        cfg, root = self.config, self._context()[-1]
+        t0, f0 = time.perf_counter(), self.draft.forwards
+        drafted = draft_tree(self.draft, root, cfg, self.entry, self.generator)
+        draft_ms, draft_forwards = _ms_since(t0), self.draft.forwards - f0
+
+        t0, f0 = time.perf_counter(), self.target.forwards
+        logits = score_tree(self.target, drafted.tree)  # [N, V]
+        target_ms, target_forwards = _ms_since(t0), self.target.forwards - f0
+
+        t0 = time.perf_counter()
+        p = warp(logits, cfg.temperature, cfg.top_k, cfg.top_p)  # [N, V] float64
+        q, has_q = drafted.q_rows(p.shape[-1])  # [N, V], [N]
+        result = self.entry.judge(drafted.tree, p, q, self.generator)
+        verify_ms = _ms_since(t0)
+
+        times = recording.StepTimes(draft_ms, target_ms, verify_ms, draft_forwards, target_forwards)
+        record = self._record(drafted.tree, p, q, has_q, result, times)
+        return record, list(result.tokens), drafted.tree
+
+    def _record(self, tree: DraftTree, p, q, has_q, result: Walk, times) -> StepRecord:
+        cfg = self.config
+        expected = expected_tokens(tree, p, q, self.entry) if cfg.record else None
+        return recording.step_record(
+            len(self._state.steps), tree, p, q, has_q, result, self.entry, expected, times,
+            cfg.top_n, self.pair.token_text, with_theory=cfg.record,
+        )
+
+    # ---- bookkeeping --------------------------------------------------------------------------------
+    def _context(self) -> list[int]:
+        return list(self._state.prompt_ids) + list(self._state.generated_ids)
+
+    def _context_full(self) -> bool:
+        return len(self._context()) + self.config.tree_depth + 1 > self.pair.max_context
+
+    def _truncate(self, tokens: list[int]) -> tuple[list[int], str | None]:
+        """Cut at the first EOS (kept) or at the token budget; say why the run stops, if it does."""
+        for i, tok in enumerate(tokens):
+            if tok in self.pair.eos_ids:
+                return tokens[: i + 1], "eos"
+        budget = self.config.max_new_tokens - len(self._state.generated_ids)
+        if len(tokens) >= budget:
+            return tokens[:budget], "max_new_tokens"
+        return tokens, None
+
+    def _finish(self, reason: str) -> None:
+        self._state = replace(self._state, stop_reason=reason)
+
+
+def _truncate_record(record: StepRecord, n_kept: int) -> StepRecord:
+    if n_kept == len(record.emitted):
+        return record
+    return replace(record, emitted=record.emitted[:n_kept])
+
+
+# ---- entry points -------------------------------------------------------------------------------
+
+
+def encode(pair, config: DecodeConfig, prompt: str) -> list[int]:
+    """Prompt -> ids, refusing an empty prompt or one that leaves no room in the model's context."""
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise ValueError("the prompt is empty: type some text to continue")
+    if len(prompt) > MAX_PROMPT_CHARS:  # refuse before tokenizing: a pasted novel must not stall a worker
+        raise ValueError(f"the prompt has {len(prompt)} characters; the limit is {MAX_PROMPT_CHARS}")
+    ids = pair.encode_prompt(prompt, config.chat)
+    room = pair.max_context - config.tree_depth - 2
+    if len(ids) > room:
+        raise ValueError(
+            f"the prompt is {len(ids)} tokens long; this model's context holds {pair.max_context} "
+            f"tokens, so at most {room} prompt tokens fit with a depth-{config.tree_depth} tree"
+        )
+    return ids
+
+
+def start(pair, config: DecodeConfig, prompt: str) -> Run:
+    ids = encode(pair, config, prompt)
+    state = RunState(
+        pair=pair.describe(),
+        config=config.to_dict(),
+        prompt=prompt,
+        prompt_ids=tuple(ids),
+        generated_ids=(),
+        steps=(),
+        rng_state=bytes(make_generator(config.seed).get_state().tolist()),
+        stop_reason=None,
+        seconds=0.0,
+    )
+    return Run(pair, config, state)
+
+
+def resume(pair, state: RunState) -> Run:
+    return Run(pair, DecodeConfig.from_dict(state.config), state)
+
+
+def generate(pair, config: DecodeConfig, prompt: str) -> Trace:
+    run = start(pair, config, prompt)
+    for _ in run:
+        pass
+    return run.trace()
+
+
+def summary_of(state: RunState) -> RunSummary:
+    steps = state.steps
+    n_steps = len(steps)
+    new = len(state.generated_ids)
+    forwards = sum(s.target_forwards for s in steps)
+    expected = [s.expected_tokens for s in steps]
+    mean_expected = sum(expected) / n_steps if n_steps and None not in expected else None
+    return RunSummary(
+        steps=n_steps,
+        new_tokens=new,
+        target_forwards=forwards,
+        draft_forwards=sum(s.draft_forwards for s in steps),
+        tokens_per_forward=new / forwards if forwards else 0.0,
+        expected_tokens_per_forward=mean_expected,
+        seconds=state.seconds,
+        stop_reason=state.stop_reason or "stopped",
+    )
+
+
+def trace_of(state: RunState, decode) -> Trace:
+    return Trace(
+        models=dict(state.pair),
+        config=dict(state.config),
+        prompt=state.prompt,
+        prompt_ids=state.prompt_ids,
+        generated_ids=state.generated_ids,
+        text=decode(list(state.generated_ids)),
+        steps=state.steps,
+        summary=summary_of(state),
+    )
+
+
+def baseline(pair, prompt_ids: list[int], max_new_tokens: int, config: DecodeConfig | None = None) -> Baseline:
+    """Plain autoregressive decoding with the target alone: one forward per token (same warp, seed)."""
+    cfg = config or DecodeConfig(verifier="sd", branching=(1,), temperature=0.0)
+    gen = make_generator(cfg.seed)
+    target = pair.target_session()
+    context = list(prompt_ids)
+    target.start(context)
+    t0, f0, out = time.perf_counter(), target.forwards, []
+    while len(out) < max_new_tokens and len(context) + 1 < pair.max_context:
+        tree = DraftTree.root(context[-1])
+        p = warp(score_tree(target, tree)[0], cfg.temperature, cfg.top_k, cfg.top_p)  # [V]
+        tok = draw(p, gen)
+        out.append(tok)
+        context.append(tok)
+        if tok in pair.eos_ids:
+            break
+        target.commit([0], tok, tree)
+    return Baseline(tuple(out), time.perf_counter() - t0, target.forwards - f0)

@@ -1,0 +1,158 @@
+"""Turn one step's tensors (tree, p, q, walk) into a plain StepRecord for the viz."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from decoding.run.schema import (
+    ACCEPTED,
+    REJECTED,
+    ROOT,
+    UNREACHED,
+    EmittedRecord,
+    NodeRecord,
+    StepRecord,
+    TestRecord,
+    TokenProb,
+    UpdateRecord,
+    VisitRecord,
+)
+from decoding.verify import theory
+from decoding.verify.tree import DraftTree
+from decoding.verify.verdict import NodeVerdict
+from decoding.verify.walk import Walk
+
+TokenText = Callable[[int], str]
+
+
+@dataclass(frozen=True)
+class StepTimes:
+    draft_ms: float
+    target_ms: float
+    verify_ms: float
+    draft_forwards: int
+    target_forwards: int
+
+
+def top_tokens(p: torch.Tensor, q: torch.Tensor | None, n: int, text: TokenText) -> tuple[TokenProb, ...]:
+    """Union of the n most probable tokens under p and under q, ordered by p then q."""
+    ids = torch.topk(p, min(n, p.shape[0])).indices.tolist()
+    if q is not None:
+        ids += torch.topk(q, min(n, q.shape[0])).indices.tolist()
+    ids = list(dict.fromkeys(int(i) for i in ids))
+    qv = (lambda i: float(q[i])) if q is not None else (lambda i: 0.0)
+    ids.sort(key=lambda i: (-float(p[i]), -qv(i), i))
+    return tuple(TokenProb(i, text(i), float(p[i]), qv(i)) for i in ids)
+
+
+def node_statuses(tree: DraftTree, walk: Walk) -> list[str]:
+    """root / accepted (on the path) / rejected / unreached.
+
+    A candidate is rejected when a test on one of its draws failed, or when its node emitted a residual
+    token (then every candidate there lost). A sibling never tested because another was accepted first
+    is unreached, like everything below a node the walk did not take.
+    """
+    status = [UNREACHED] * len(tree)
+    status[0] = ROOT
+    for node, verdict in walk.visits:
+        draws = tree.draws[node]
+        if verdict.accepted is None:
+            rejected = set(draws)
+        else:
+            rejected = {draws[t.candidate] for t in verdict.tests if not t.passed and 0 <= t.candidate < len(draws)}
+        for child in rejected:
+            status[child] = REJECTED
+    for node in walk.path[1:]:
+        status[node] = ACCEPTED
+    return status
+
+
+def node_records(tree, p, q, has_q, walk, top_n, text) -> tuple[NodeRecord, ...]:
+    status = node_statuses(tree, walk)
+    out = []
+    for n in range(len(tree)):
+        parent = tree.parents[n]
+        tok = tree.tokens[n]
+        out.append(
+            NodeRecord(
+                id=n,
+                parent=parent,
+                token=tok,
+                text=text(tok),
+                depth=tree.depths[n],
+                status=status[n],
+                p_token=None if parent < 0 else float(p[parent, tok]),
+                q_token=None if parent < 0 else float(q[parent, tok]),
+                top=top_tokens(p[n], q[n] if has_q[n] else None, top_n, text),
+                draws=tuple(tree.draws[n]),
+            )
+        )
+    return tuple(out)
+
+
+def test_records(verdict: NodeVerdict, text: TokenText) -> tuple[TestRecord, ...]:
+    return tuple(
+        TestRecord(t.candidate, t.token, text(t.token), t.numerator, t.denominator, t.threshold,
+                   t.uniform, t.passed, t.label)
+        for t in verdict.tests
+    )
+
+
+def update_records(verdict: NodeVerdict, top_n: int, text: TokenText) -> tuple[UpdateRecord, ...]:
+    return tuple(
+        UpdateRecord(u.after_test, u.note, top_tokens(u.residual, u.draft, top_n, text))
+        for u in verdict.updates
+    )
+
+
+def visit_record(node, verdict, tree, p, q, entry, top_n, text, with_theory) -> VisitRecord:
+    cands = tree.candidates(node)
+    alpha, stderr, optimal = None, 0.0, None
+    if with_theory:
+        acc = theory.acceptance(entry.name, p[node], q[node], len(cands))
+        alpha, stderr = acc.value, acc.stderr
+        optimal = theory.optimal_acceptance(p[node], q[node], len(cands), entry.law)
+    return VisitRecord(
+        node=node,
+        candidates=tuple(cands),
+        accepted=verdict.accepted,
+        via_residual=verdict.via_residual,
+        token=verdict.token,
+        tests=test_records(verdict, text),
+        updates=update_records(verdict, top_n, text),
+        alpha_exact=alpha,
+        alpha_stderr=stderr,
+        alpha_optimal=optimal,
+    )
+
+
+def emitted_records(walk: Walk, text: TokenText) -> tuple[EmittedRecord, ...]:
+    nodes = list(walk.path[1:]) + [walk.path[-1]]  # accepted nodes, then the final token extends the last
+    triples = zip(walk.tokens, walk.kinds, nodes, strict=True)
+    return tuple(EmittedRecord(t, text(t), kind, node) for t, kind, node in triples)
+
+
+def step_record(index, tree, p, q, has_q, walk, entry, expected, times, top_n, text,
+                with_theory=True) -> StepRecord:
+    """Everything the viz shows about one step (p, q: [N, V] float64; has_q: [N] bool)."""
+    visits = tuple(
+        visit_record(node, verdict, tree, p, q, entry, top_n, text, with_theory) for node, verdict in walk.visits
+    )
+    return StepRecord(
+        index=index,
+        verifier=entry.name,
+        law=entry.law,
+        nodes=node_records(tree, p, q, has_q, walk, top_n, text),
+        visits=visits,
+        accepted_path=walk.path,
+        emitted=emitted_records(walk, text),
+        expected_tokens=expected,
+        target_forwards=times.target_forwards,
+        draft_forwards=times.draft_forwards,
+        draft_ms=times.draft_ms,
+        target_ms=times.target_ms,
+        verify_ms=times.verify_ms,
+    )

@@ -1,0 +1,197 @@
+"""Upper bounds on a node's acceptance for a candidate law: α* (F4) and the membership bound (F3).
+
+F3  α ≤ Σ_x min(p(x), P_Q(x ∈ x̄)).
+F4  α*(p, Q) = min over Y ⊆ V of [ p(Y) + 1 − Q(every candidate lies in Y) ]   (max-flow = min-cut).
+
+For i.i.d. and without-replacement drafts the minimum is taken over the |V| + 1 prefixes of the
+tokens sorted by p/q ascending (VERIFIERS.md §7.1 route 3). For i.i.d. drafts an exchange
+argument proves it; for without-replacement drafts it is checked, not proved: it equals the
+2^|V| min-cut on every random instance of tests/test_theory.py (and 300 more during development).
+`min_cut_by_subsets` is that 2^|V| oracle, used for small vocabularies and by the tests.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from decoding.verify import laws
+from decoding.verify.theory_race import wor_inclusion, wor_miss_prefixes
+
+MAX_SUBSET_V = 12  # 2^V subsets: exact min-cut by enumeration up to this vocabulary size
+MAX_SUBSET_TUPLES = 20_000
+
+
+def _f64(t: torch.Tensor) -> torch.Tensor:
+    return t.detach().to(device="cpu", dtype=torch.float64)
+
+
+def as_law(v: torch.Tensor) -> torch.Tensor:
+    """A float64 copy of a distribution [V], renormalised as the verifiers do (float32 sums drift)."""
+    v = _f64(v)
+    total = float(v.sum())
+    if not (total > 0 and math.isfinite(total)):
+        raise ValueError(f"a distribution needs finite positive mass, got total {total}")
+    return v / total
+
+
+def top_tokens(q: torch.Tensor, k: int) -> torch.Tensor:
+    """laws.top_order(q, k) as a tensor [k]: the k most likely tokens of q, ties to the lower id."""
+    return torch.tensor(laws.top_order(q, max(k, 0)), dtype=torch.long)
+
+
+def _check(law: str, q: torch.Tensor, k: int) -> None:
+    if law not in laws.LAWS:
+        raise ValueError(f"unknown candidate law {law!r}; known: {', '.join(laws.LAWS)}")
+    laws.check_k(law, q, k)
+
+
+# ---------------------------------------------------------------------------------------------
+# Inclusion probabilities and the membership bound (F3)
+# ---------------------------------------------------------------------------------------------
+
+
+def _fixed_plus_random(q: torch.Tensor, fixed: torch.Tensor) -> torch.Tensor:
+    """P(x ∈ x̄) [V] when the tuple is `fixed` plus one draw from q restricted to the rest.
+
+    The rest is drawn from q(x)/(1 − q(T)), or uniformly when q(T) = 1 (laws._draw_excluding).
+    """
+    rest = torch.ones_like(q, dtype=torch.bool)
+    rest[fixed] = False
+    mass = float(q[rest].sum())  # summed over the rest, not 1 − q(T), to keep small masses exact
+    if mass > 0:
+        pi = torch.where(rest, q / mass, torch.zeros_like(q))
+    else:
+        pi = rest.to(q.dtype) / max(1.0, float(rest.sum()))
+    pi[fixed] = 1.0
+    return pi
+
+
+def inclusion_probabilities(q: torch.Tensor, k: int, law: str) -> torch.Tensor:
+    """π(x) = P_Q(x ∈ x̄) [V] for k candidates drawn from q with `law`.
+
+    iid: 1 − (1 − q)^k;  hub: 1 at a = argmax q, q(i)/(1 − q(a)) elsewhere (k = 2);
+    topk_plus_random: 1 on the top-(k−1) set T, q(x)/(1 − q(T)) elsewhere;
+    without_replacement: exact (theory_race); topk / any: indicator of the top-k set.
+    """
+    q = as_law(q)
+    _check(law, q, k)
+    if law == "iid":
+        return -torch.expm1(k * torch.log1p(-q.clamp(max=1.0)))
+    if law == "without_replacement":
+        return wor_inclusion(q, k)
+    if law == "hub":
+        return q.clone() if k == 1 else _fixed_plus_random(q, top_tokens(q, 1))
+    if law == "topk_plus_random":
+        return _fixed_plus_random(q, top_tokens(q, k - 1))
+    pi = torch.zeros_like(q)
+    pi[top_tokens(q, k)] = 1.0
+    return pi
+
+
+def membership_bound(p: torch.Tensor, q: torch.Tensor, k: int, law: str) -> float:
+    """F3: Σ_x min(p(x), P_Q(x ∈ x̄)), an upper bound on every verifier's acceptance under `law`."""
+    return min(1.0, float(torch.minimum(as_law(p), inclusion_probabilities(q, k, law)).sum()))
+
+
+# ---------------------------------------------------------------------------------------------
+# The optimal-transport bound α* (F4)
+# ---------------------------------------------------------------------------------------------
+
+
+def ratio_order(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """Token ids by p/q ascending: p = 0 first, q = 0 < p last (§7.1 route 3). [V] long."""
+    ratio = torch.where(q > 0, p / q.clamp_min(1e-300), torch.full_like(p, math.inf))
+    ratio = torch.where(p > 0, ratio, torch.zeros_like(p))
+    return torch.sort(ratio, stable=True).indices
+
+
+def _prefix_mass(v: torch.Tensor) -> torch.Tensor:
+    """[V] -> [V+1]: mass of each prefix, starting with the empty one."""
+    return torch.cat([torch.zeros(1, dtype=v.dtype), torch.cumsum(v, 0)])
+
+
+def _suffix_mass(v: torch.Tensor) -> torch.Tensor:
+    """[V] -> [V+1]: mass left outside each prefix (summed from the small end, so tails stay exact)."""
+    tail = torch.flip(torch.cumsum(torch.flip(v, [0]), 0), [0])
+    return torch.cat([tail, torch.zeros(1, dtype=v.dtype)])
+
+
+def _scan_iid(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
+    """min over prefixes Y of p(Y) + 1 − q(Y)^k, with 1 − q(Y)^k = −expm1(k log(1 − q(V∖Y)))."""
+    order = ratio_order(p, q)
+    p_in = _prefix_mass(p[order])  # [V+1]
+    q_out = _suffix_mass(q[order]).clamp(0.0, 1.0)  # [V+1] = 1 − q(Y)
+    miss = -torch.expm1(k * torch.log1p(-q_out))  # 1 − Q(x̄ ⊆ Y)
+    return float((p_in + miss).min())
+
+
+def _scan_wor(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
+    """min over ratio-sorted prefixes Y of p(Y) + 1 − Q_wo(x̄ ⊆ Y) (exponential race, theory_race)."""
+    support = int((q > 0).sum())
+    if k > support:
+        return _wor_exhausted(p, q, k, support)
+    order = ratio_order(p, q)
+    p_in = _prefix_mass(p[order])  # [V+1]
+    return float((p_in + wor_miss_prefixes(q[order], k)).min())  # miss = 1 − Q(x̄ ⊆ Y), [V+1]
+
+
+def _wor_exhausted(p: torch.Tensor, q: torch.Tensor, k: int, support: int) -> float:
+    """k > |supp q|: every tuple holds all of supp q, then k − s uniform draws from the n0 others.
+
+    Q(x̄ ⊆ Y) = 1[supp q ⊆ Y] · C(m, k − s) / C(n0, k − s) with m = |Y ∖ supp q|, so the best Y is
+    supp q plus the m zero-q tokens of least p.
+    """
+    zero_p = torch.sort(p[q <= 0]).values  # [n0]
+    n0, extra = zero_p.shape[0], k - support
+    m = torch.arange(n0 + 1, dtype=torch.float64)
+    contained = torch.zeros(n0 + 1, dtype=torch.float64)  # [n0+1], indexed by m
+    ok = m >= extra
+    log_all = math.lgamma(n0 + 1) - math.lgamma(n0 - extra + 1)
+    contained[ok] = torch.exp(torch.lgamma(m[ok] + 1) - torch.lgamma(m[ok] - extra + 1) - log_all)
+    p_y = float(p[q > 0].sum()) + _prefix_mass(zero_p)  # [n0+1]
+    return min(1.0, float((p_y + 1.0 - contained).min()))
+
+
+def optimal_acceptance(p: torch.Tensor, q: torch.Tensor, k: int, law: str) -> float:
+    """α* = max over lossless verifiers of P(accept) for k candidates drawn with `law` (F4).
+
+    k = 1 (random laws): 1 − TV(p, q).  iid / without_replacement: sorted-prefix min-cut scan
+    (exact 2^|V| min-cut for without_replacement at small V).  hub / topk_plus_random: the
+    membership bound, which these sparse laws attain.  topk / any: p(C) for C = top-k of q.
+    """
+    p, q = as_law(p), as_law(q)
+    _check(law, q, k)
+    if law in ("topk", "any"):
+        return float(p[top_tokens(q, k)].sum())
+    if k == 1:
+        return float(torch.minimum(p, q).sum())
+    if law in ("hub", "topk_plus_random"):
+        return membership_bound(p, q, k, law)
+    if law == "iid":
+        return min(1.0, max(0.0, _scan_iid(p, q, k)))
+    if p.shape[0] <= MAX_SUBSET_V and math.perm(p.shape[0], k) <= MAX_SUBSET_TUPLES:
+        return min_cut_by_subsets(p, q, k, law)
+    return min(1.0, max(0.0, _scan_wor(p, q, k)))
+
+
+def min_cut_by_subsets(p: torch.Tensor, q: torch.Tensor, k: int, law: str) -> float:
+    """F4 by brute force: min over all 2^|V| subsets Y of p(Y) + 1 − Q(x̄ ⊆ Y), Q from enumeration.
+
+    Q(x̄ ⊆ Y) for every Y at once is the subset-sum (zeta) transform of the tuples' masks.
+    """
+    p, q = as_law(p), as_law(q)
+    V = p.shape[0]
+    contained = np.zeros(2**V)  # [2^V], indexed by subset bit mask
+    for cands, prob in laws.enumerate_tuples(law, q, k):
+        contained[sum(1 << x for x in set(cands))] += prob
+    p_of = np.zeros(2**V)
+    for bit in range(V):
+        p_of[1 << bit] = float(p[bit])
+    for bit in range(V):  # zeta transform: f(Y) = Σ_{S ⊆ Y} f(S)
+        for arr in (contained, p_of):
+            view = arr.reshape(-1, 2, 2**bit)
+            view[:, 1, :] += view[:, 0, :]
+    return min(1.0, max(0.0, float((p_of + 1.0 - contained).min())))

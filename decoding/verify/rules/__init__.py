@@ -1,0 +1,1 @@
+"""One module per verification algorithm (VERIFIERS.md). The registry lives in decoding/verify/registry.py."""

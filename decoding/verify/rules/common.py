@@ -1,0 +1,235 @@
+"""The loop every chain verifier shares: ordered accept tests, residual updates, one final residual draw.
+
+A rule describes one node as a lazy *chain* of events (a generator):
+    Test    an accept test of one candidate, passed with probability min(1, numerator / denominator);
+    Update  the residual (and draft law) after that test was rejected;
+    Final   the law of the emitted token when every test was rejected.
+The thresholds never depend on the uniforms, only on which tests came before, so the same chain
+gives both the random run (`run_chain`, which stops at the first passed test and so never computes
+the later updates) and the exact conditional law (`chain_law`, no randomness).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from decoding.verify.sampling import EPS_MASS, draw, normalise, uniform
+from decoding.verify.verdict import AcceptTest, NodeVerdict, ResidualUpdate
+
+NO_UNIFORM = 1.0  # shown as the "uniform" of a deterministic test (no draw)
+
+
+@dataclass(frozen=True)
+class Test:
+    """A planned accept test. A denominator <= 0 (e.g. q(x) = 0) means the test is skipped: threshold 0."""
+
+    __test__ = False  # not a pytest test class
+
+    candidate: int
+    token: int
+    numerator: float
+    denominator: float
+    label: str
+    outcome: bool | None = None  # lossy rules decide deterministically: no uniform drawn
+    note: str = ""
+
+    @property
+    def threshold(self) -> float:
+        if not self.denominator > 0:
+            return 0.0
+        return min(1.0, max(0.0, self.numerator / self.denominator))
+
+    @property
+    def probability(self) -> float:
+        """Exact probability that this test passes once reached."""
+        if self.outcome is not None:
+            return 1.0 if self.outcome else 0.0
+        return self.threshold
+
+
+@dataclass(frozen=True)
+class Update:
+    residual: torch.Tensor  # [V] normalised residual after the rejected test (zeros if it holds no mass)
+    draft: torch.Tensor | None = None  # [V] current draft law d (without-replacement rules)
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Final:
+    residual: torch.Tensor  # [V] law of the emitted token when all tests failed; must hold mass
+    hits: tuple[int, ...] = ()  # candidates that a residual sample equal to them accepts (hu_greedy)
+    token: int | None = None  # deterministic emission (lossy rules): no draw
+
+
+Event = Test | Update | Final
+
+
+def prepare(
+    p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]
+) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
+    """p and q [V] as float64 (renormalised unless they sum to 1 within 1e-12: float32 softmax sums drift;
+    the input itself when nothing changes, so never write into them) and the candidates as ints.
+
+    Raises ValueError on shapes that do not match, no candidates, an out-of-range token, or a law with no mass.
+    """
+    if p.dim() != 1 or p.shape != q.shape:
+        raise ValueError(f"p and q must be 1-D over the same vocabulary, got {tuple(p.shape)} and {tuple(q.shape)}")
+    xs = [int(x) for x in candidates]
+    if not xs:
+        raise ValueError("a verifier needs at least one candidate")
+    if min(xs) < 0 or max(xs) >= p.shape[0]:
+        raise ValueError(f"candidate tokens {xs} fall outside the vocabulary of size {p.shape[0]}")
+    return _law(p, "p"), _law(q, "q"), xs
+
+
+def _law(v: torch.Tensor, name: str) -> torch.Tensor:
+    v = v.detach().to(device="cpu", dtype=torch.float64)  # no copy when already float64 (never mutated)
+    total = float(v.sum())
+    if not (total > 0 and math.isfinite(total)):
+        raise ValueError(f"{name} must be a finite distribution with positive mass, got total {total}")
+    return v if abs(total - 1.0) <= 1e-12 else v / total  # skip a [V] pass when already normalised
+
+
+def final_residual(r: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+    """The law to draw from after every rejection: r normalised, or p when r holds no mass.
+
+    r holds no mass only when rejection had probability ~0 (float artefacts, p = q), so any
+    fallback keeps the output law; p is the natural one (VERIFIERS.md §2 pitfalls). A copy of p, so a
+    verdict never aliases the caller's tensor; r itself when it is already normalised.
+    """
+    total = float(r.sum())
+    if total > EPS_MASS:
+        return r if abs(total - 1.0) <= 1e-12 else r / total
+    return p.clone()
+
+
+def normalised_(v: torch.Tensor) -> torch.Tensor:
+    """v / sum(v) IN PLACE (v must be a fresh tensor the caller owns); zeros when it holds no mass."""
+    total = float(v.sum())
+    return v.div_(total) if total > EPS_MASS else v.zero_()
+
+
+def residual(t: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
+    """norm((t - d)_+) [V], zeros when it holds no mass: sampling.residual without extra [V] copies."""
+    return normalised_((t - d).clamp_(min=0.0))
+
+
+def restricted(q: torch.Tensor, excluded: Iterable[int]) -> torch.Tensor:
+    """q [V] restricted to the tokens not `excluded`, renormalised; uniform on them when q has no mass
+    there. This is exactly laws._draw_excluding's law (an exact zero test, no epsilon)."""
+    d = without(q, excluded)  # [V]
+    total = float(d.sum())
+    if total > 0:
+        return d.div_(total)
+    rest = without(torch.ones_like(q), excluded)
+    count = float(rest.sum())
+    return rest.div_(count) if count > 0 else rest
+
+
+def without(v: torch.Tensor, tokens: Iterable[int]) -> torch.Tensor:
+    """A copy of v [V] with the given tokens set to 0 (index writes: cheaper than a [V] mask)."""
+    out = v.clone()
+    out[list(tokens)] = 0.0
+    return out
+
+
+def one_hot(token: int, size: int) -> torch.Tensor:
+    v = torch.zeros(size, dtype=torch.float64)
+    v[token] = 1.0
+    return v
+
+
+def run_chain(events: Iterable[Event], xs: Sequence[int], generator: torch.Generator) -> NodeVerdict:
+    """Run a chain with the generator's uniforms: the first passed test accepts its candidate."""
+    tests: list[AcceptTest] = []
+    updates: list[ResidualUpdate] = []
+    notes: list[str] = []
+    for event in events:
+        if isinstance(event, Test):
+            tests.append(_decide(event, generator))
+            if event.note:
+                notes.append(event.note)
+            if tests[-1].passed:
+                return NodeVerdict(event.candidate, event.token, tuple(tests), tuple(updates), notes=tuple(notes))
+        elif isinstance(event, Update):
+            updates.append(ResidualUpdate(len(tests) - 1, event.residual, event.draft, event.note))
+        else:
+            return _emit(event, xs, tests, updates, notes, generator)
+    raise RuntimeError("a verifier chain ended without a Final event")
+
+
+def _decide(test: Test, generator: torch.Generator) -> AcceptTest:
+    threshold = test.threshold
+    if test.outcome is not None:
+        u, passed = NO_UNIFORM, test.outcome
+    else:
+        u = uniform(generator)
+        passed = threshold > 0 and u <= threshold  # threshold 0 (skipped test) never passes
+    return AcceptTest(test.candidate, test.token, test.numerator, test.denominator, threshold, u, passed, test.label)
+
+
+def _emit(final: Final, xs, tests, updates, notes, generator) -> NodeVerdict:
+    token = final.token if final.token is not None else draw(final.residual, generator)
+    hit = next((i for i in final.hits if xs[i] == token), None)
+    return NodeVerdict(
+        accepted=hit,
+        token=token,
+        tests=tuple(tests),
+        updates=tuple(updates),
+        residual=final.residual,
+        via_residual=hit is not None,
+        notes=tuple(notes),
+    )
+
+
+def chain_law(events: Iterable[Event], xs: Sequence[int], size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Exact (accept [k], residual [V]) of a chain: accept[i] = P(candidate i accepted), residual =
+    law of the emitted token when no candidate is accepted (zeros when that never happens).
+    size is the vocabulary size V."""
+    accept = torch.zeros(len(xs), dtype=torch.float64)  # [k]
+    stay = 1.0  # probability that every test so far was rejected
+    for event in events:
+        if isinstance(event, Test):
+            a = event.probability
+            accept[event.candidate] += stay * a
+            stay *= 1.0 - a
+            if stay == 0.0:  # acceptance is certain: later updates are never needed
+                return accept, torch.zeros(size, dtype=torch.float64)
+        elif isinstance(event, Final):
+            return _final_law(event, xs, accept, stay)
+    raise RuntimeError("a verifier chain ended without a Final event")
+
+
+def _final_law(final: Final, xs, accept: torch.Tensor, stay: float) -> tuple[torch.Tensor, torch.Tensor]:
+    residual = final.residual  # [V]
+    if not final.hits:
+        return accept, residual
+    first = {}  # token -> first hit-eligible candidate index with that token
+    for i in final.hits:
+        first.setdefault(xs[i], i)
+    for token, i in first.items():
+        accept[i] += stay * float(residual[token])
+    return accept, normalise(without(residual, first))
+
+
+ChainFn = Callable[[torch.Tensor, torch.Tensor, list[int]], Iterable[Event]]
+
+
+def verify_chain(
+    chain: ChainFn, p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int], generator: torch.Generator
+) -> NodeVerdict:
+    """A chain rule's `verify`: prepare the inputs once, then run the chain with the generator's uniforms."""
+    p, q, xs = prepare(p, q, candidates)
+    return run_chain(chain(p, q, xs), xs, generator)
+
+
+def conditional_chain(
+    chain: ChainFn, p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A chain rule's `conditional`: the exact (accept [k], residual [V]) of the same chain."""
+    p, q, xs = prepare(p, q, candidates)
+    return chain_law(chain(p, q, xs), xs, p.shape[0])

@@ -1,0 +1,32 @@
+"""Greedy token matching (SpecInfer VerifyGreedy; Medusa/EAGLE at temperature 0), VERIFIERS.md §9.1. LOSSY.
+
+Node level: accept the first candidate equal to a* = argmax p (lowest id on ties); if none matches,
+emit a*. The output is always a*, i.e. greedy decoding of the target: lossless only when p is one-hot,
+otherwise TV(output, p) = 1 - p(a*). The tests are deterministic (no uniform drawn; shown as u = 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import torch
+
+from decoding.verify.rules.common import Event, Final, Test, conditional_chain, one_hot, verify_chain
+from decoding.verify.verdict import NodeVerdict
+
+
+def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event]:
+    best = int(torch.argmax(p))  # first maximum
+    for i, x in enumerate(xs):
+        yield Test(i, x, 1.0 if x == best else 0.0, 1.0, "[x = argmax p]", outcome=x == best)
+    yield Final(one_hot(best, p.shape[0]), token=best)
+
+
+def verify(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int], generator: torch.Generator) -> NodeVerdict:
+    """Accept the first candidate equal to argmax p, else emit argmax p. Uses no randomness."""
+    return verify_chain(chain, p, q, candidates, generator)
+
+
+def conditional(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """accept [k] is one-hot at the first match (or zero); residual [V] is one-hot at argmax p."""
+    return conditional_chain(chain, p, q, candidates)

@@ -1,0 +1,51 @@
+"""Hu et al. (ICLR 2025) greedy draft sampler and its verifier, VERIFIERS.md §7.3.
+
+Candidates: the top-(k-1) tokens T of q (deterministic), then one y ~ q' = q restricted to V \\ T
+(uniform there when q has no mass left, as laws.sample draws it). Verification is SD of y against q':
+    accept y if u <= p(y)/q'(y); else z ~ norm((p - q')_+)  (= p on T, since q' = 0 there).
+A residual sample z in T IS an acceptance of that candidate (accepted = its index, via_residual=True):
+its subtree was drafted independently of the coins, so descending into it stays lossless.
+alpha = p(T) + sum_{x not in T} min(p(x), q'(x)). With k = 1 this is plain SD.
+
+The verifier reads T as candidates[:-1] and y as the last candidate. Numerics: y with q'(y) = 0 is
+skipped (threshold 0); a residual with no mass falls back to p.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import torch
+
+from decoding.verify.rules.common import (
+    Event,
+    Final,
+    Test,
+    Update,
+    conditional_chain,
+    final_residual,
+    residual,
+    restricted,
+    verify_chain,
+)
+from decoding.verify.verdict import NodeVerdict
+
+
+def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event]:
+    i, y = len(xs) - 1, xs[-1]
+    q_rest = restricted(q, xs[:-1])  # [V] law of the random candidate
+    note = f"candidate {i} (token {y}) has q'(x) = 0: skipped (threshold 0)" if not float(q_rest[y]) > 0 else ""
+    yield Test(i, y, float(p[y]), float(q_rest[y]), "p(x)/q'(x)", note=note)
+    r = residual(p, q_rest)  # [V] p on T, (p - q')_+ elsewhere
+    yield Update(r, note="a residual sample in the top set accepts that candidate")
+    yield Final(final_residual(r, p), hits=tuple(range(i)))  # only the top set T descends on a hit
+
+
+def verify(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int], generator: torch.Generator) -> NodeVerdict:
+    """SD on the random candidate; a residual sample that is a top candidate accepts it."""
+    return verify_chain(chain, p, q, candidates, generator)
+
+
+def conditional(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """accept [k] counts residual hits on the top candidates; residual [V] is zero on the top set."""
+    return conditional_chain(chain, p, q, candidates)

@@ -1,0 +1,52 @@
+"""Recursive rejection sampling without replacement (MCSD, RSD, Sequoia), VERIFIERS.md §4.
+
+Candidates are drawn sequentially without replacement: x_i ~ d_i, d_1 = q, d_{i+1} = q restricted to
+the undrawn tokens. They must be tested in draw order:
+    r <- p; d <- q; for each x_i: accept if u <= r(x_i)/d(x_i),
+    else r <- norm((r - d)_+) with the CURRENT d (still holding x_i), then zero x_i in d;
+    when d has no mass left, d <- uniform over the undrawn tokens (Sequoia's fallback); finally y ~ r.
+
+Numerics: the draft law is rebuilt from q with an exact zero test, matching laws.sample, so k larger
+than the support of q is fine (the uniform fallback takes over). A candidate with d(x) = 0 (a repeat,
+or not drawable) is skipped with threshold 0. A residual with no mass falls back to p at the end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import torch
+
+from decoding.verify.rules.common import (
+    Event,
+    Final,
+    Test,
+    Update,
+    conditional_chain,
+    final_residual,
+    residual,
+    restricted,
+    verify_chain,
+)
+from decoding.verify.verdict import NodeVerdict
+
+
+def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event]:
+    r, d = p, q  # [V] residual target, [V] law the current candidate was drawn from
+    for i, x in enumerate(xs):
+        note = f"candidate {i} (token {x}) has d(x) = 0: skipped (threshold 0)" if not float(d[x]) > 0 else ""
+        yield Test(i, x, float(r[x]), float(d[x]), "r(x)/d(x)", note=note)
+        r = residual(r, d)  # subtract the law x_i was drawn from, before removing x_i from it
+        d = restricted(q, xs[: i + 1])  # [V] law of the next draw: q without every token drawn so far
+        yield Update(r, draft=d)
+    yield Final(final_residual(r, p))
+
+
+def verify(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int], generator: torch.Generator) -> NodeVerdict:
+    """Recursive rejection sampling over without-replacement candidates, in draw order."""
+    return verify_chain(chain, p, q, candidates, generator)
+
+
+def conditional(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Exact accept [k] and residual [V]; depends on the identity and order of the candidates."""
+    return conditional_chain(chain, p, q, candidates)

@@ -1,0 +1,52 @@
+"""Standard speculative sampling (Leviathan et al. 2023; Chen et al. 2023), VERIFIERS.md §2.
+
+One candidate x ~ q: accept with probability min(1, p(x)/q(x)), otherwise emit y ~ norm((p - q)_+).
+Acceptance is 1 - TV(p, q), the optimal single-draft value.
+
+Numerics: a candidate with q(x) = 0 cannot have been drawn from q (a warp mismatch); it is skipped
+(threshold 0). When (p - q)_+ holds no mass (p = q up to rounding) rejection has probability ~0 and
+the residual falls back to p.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import torch
+
+from decoding.verify.rules.common import (
+    Event,
+    Final,
+    Test,
+    Update,
+    conditional_chain,
+    final_residual,
+    residual,
+    verify_chain,
+)
+from decoding.verify.verdict import NodeVerdict
+
+
+def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event]:
+    if len(xs) != 1:
+        raise ValueError(f"speculative sampling (sd) verifies exactly one candidate, got {len(xs)}")
+    x = xs[0]
+    yield Test(0, x, float(p[x]), float(q[x]), "p(x)/q(x)", note=skip_note(0, x, q))
+    r = residual(p, q)  # [V] norm((p - q)_+)
+    yield Update(r)
+    yield Final(final_residual(r, p))
+
+
+def skip_note(i: int, x: int, q: torch.Tensor) -> str:
+    """A note for a candidate the draft law could not have produced."""
+    return f"candidate {i} (token {x}) has q(x) = 0: skipped (threshold 0)" if not float(q[x]) > 0 else ""
+
+
+def verify(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int], generator: torch.Generator) -> NodeVerdict:
+    """Test the single candidate against p/q; on rejection draw from norm((p - q)_+)."""
+    return verify_chain(chain, p, q, candidates, generator)
+
+
+def conditional(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """accept [1] = min(1, p(x)/q(x)); residual [V] = norm((p - q)_+)."""
+    return conditional_chain(chain, p, q, candidates)

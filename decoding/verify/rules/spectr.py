@@ -1,0 +1,144 @@
+"""SpecTr K-SEQ (Sun et al., NeurIPS 2023), VERIFIERS.md §5.2.
+
+k i.i.d. candidates, each tested with a damped SD test u <= p(x)/(rho q(x)); if all fail, emit
+    y ~ norm(p - min(q, p/rho) (1 - (1 - beta)^k) / beta),   beta(rho) = sum_x min(q(x), p(x)/rho).
+It is lossless for every rho >= rho*, the root of f(rho) = 1 - (1 - beta(rho))^k - rho beta(rho) on [1, k]
+(f is non-increasing). We use the upper bracket of the root, so rho is never below rho*; the residual
+uses the general formula (its simplification norm((p - rho q)_+) holds only at rho* exactly).
+
+rho* exactly, in a few passes over V: beta(rho) = Q(w >= rho) + P(w < rho)/rho with w = p/q, so f at
+the edges of a 1024-bucket grid on [1, k] follows from per-bucket sums of q and p; inside the bucket that
+holds the root, the bucket's own tokens give the breakpoints of the piecewise closed form, and a scalar
+bisection on the last segment brackets the root to a few ulps. (Equivalent to bisecting f on [1, k],
+without 50 passes over the vocabulary.)
+
+Numerics: beta = 0 (disjoint supports) gives acceptance 0 and residual p; p = q gives rho* = 1 (plain
+SD per candidate); a candidate with q(x) = 0 is skipped (threshold 0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import torch
+
+from decoding.verify.rules.common import Event, Final, Test, conditional_chain, final_residual, verify_chain
+from decoding.verify.rules.sd import skip_note
+from decoding.verify.sampling import positive_part
+from decoding.verify.verdict import NodeVerdict
+
+BUCKETS = 1024
+
+
+def beta(p: torch.Tensor, q: torch.Tensor, rho: float) -> float:
+    """beta(rho) = sum_x min(q(x), p(x)/rho)."""
+    return float(torch.minimum(q, p / rho).sum())
+
+
+def division_factor(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
+    """rho at (or a few ulps above) rho*, the smallest valid division factor in [1, k]."""
+    if k == 1:
+        return 1.0  # f <= 0 on [1, k]
+    # w = p/q; q = 0 gives a huge finite w (bucket B+1, where its q = 0 counts nowhere) and p = 0 gives
+    # w = 0 (bucket 0, where its p = 0 counts nowhere): no masks needed
+    w = p / q.clamp(min=1e-300)  # [V]
+    # bucket 0: w < 1; bucket j in 1..B: edges[j-1] <= w < edges[j] (up to rounding); B+1: w >= k
+    bucket = ((w - 1.0) * (BUCKETS / (k - 1))).floor_().add_(1.0).clamp_(0, BUCKETS + 1).long()  # [V]
+    p_sum = torch.zeros(BUCKETS + 2, dtype=torch.float64).scatter_add_(0, bucket, p)  # [B+2] per-bucket mass
+    q_sum = torch.zeros(BUCKETS + 2, dtype=torch.float64).scatter_add_(0, bucket, q)
+    edges = torch.linspace(1.0, float(k), BUCKETS + 1, dtype=torch.float64)  # [B+1]
+    below_p = torch.cumsum(p_sum, 0)[:-1]  # [B+1] p-mass of tokens with w < edges[j]
+    above_q = q_sum.sum() - torch.cumsum(q_sum, 0)[:-1]  # [B+1] q-mass of tokens with w >= edges[j]
+    positive = torch.nonzero(_f(edges, above_q, below_p, k) > 0)
+    if positive.numel() == 0:
+        return 1.0  # f(1) = 0 (p = q, or disjoint supports where f = 0 everywhere): rho* = 1
+    j = int(positive[-1])
+    if j == BUCKETS:
+        return float(k)
+    inside = torch.nonzero(bucket == j + 1).flatten()  # the breakpoints in (edges[j], edges[j+1])
+    rho = _solve_in_bucket(
+        w[inside], p[inside], q[inside], float(edges[j]), float(edges[j + 1]), float(above_q[j]), float(below_p[j]), k
+    )
+    return _at_or_above_root(p, q, rho, k)
+
+
+def _at_or_above_root(p: torch.Tensor, q: torch.Tensor, rho: float, k: int) -> float:
+    """rho nudged up until f(rho) <= 0 with beta summed directly (bucket sums round differently).
+
+    The first step (1e-14 relative) usually suffices; the acceptance lost is of that order."""
+    step = 1e-14
+    for _ in range(30):
+        rho = min(rho * (1.0 + step), float(k))
+        b = beta(p, q, rho)
+        if rho >= k or 1.0 - (1.0 - b) ** k - rho * b <= 0.0:
+            break
+        step *= 10.0
+    return rho
+
+
+def _f(rho, above_q, below_p, k):
+    """f(rho) = 1 - (1 - beta)^k - rho beta with beta = above_q + below_p / rho (tensors or floats)."""
+    b = above_q + below_p / rho
+    return 1.0 - (1.0 - b) ** k - rho * b
+
+
+def _solve_in_bucket(w, pw, qw, lo: float, hi: float, above_q: float, below_p: float, k: int) -> float:
+    """Root of f in (lo, hi] where f(lo) > 0 >= f(hi); the bucket's tokens are the breakpoints."""
+    order = torch.argsort(w)
+    w, pw, qw = w[order], pw[order], qw[order]  # [m]
+    above = above_q - torch.cumsum(qw, 0)  # [m] segment constants just after each breakpoint
+    below = below_p + torch.cumsum(pw, 0)
+    f_at = _f(w, above + qw, below - pw, k)  # [m] f at each breakpoint (continuous there)
+    crossed = torch.nonzero((f_at <= 0) & (w > lo))
+    if crossed.numel():
+        i = int(crossed[0])
+        hi = float(w[i])
+    else:
+        i = w.numel()
+    if i > 0 and float(w[i - 1]) > lo:
+        lo = float(w[i - 1])
+    seg_above = above_q if i == 0 else float(above[i - 1])
+    seg_below = below_p if i == 0 else float(below[i - 1])
+    return _bisect(lo, hi, seg_above, seg_below, k)
+
+
+def _bisect(lo: float, hi: float, above_q: float, below_p: float, k: int) -> float:
+    """Upper bracket of the root of the closed-form f on one segment, to a few ulps."""
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if not lo < mid < hi:
+            break
+        if _f(mid, above_q, below_p, k) > 0:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def kseq_residual(p: torch.Tensor, q: torch.Tensor, rho: float, k: int) -> torch.Tensor:
+    """[V] norm(p - min(q, p/rho) (1 - (1 - beta)^k)/beta), clamped at 0; p when beta = 0."""
+    damped = torch.minimum(q, p / rho)  # [V]
+    b = float(damped.sum())
+    if not b > 0:
+        return p.clone()  # no overlap: nothing is ever accepted (a copy: verdicts never alias inputs)
+    accepted = damped * ((1.0 - (1.0 - b) ** k) / b)  # [V] P(y emitted by acceptance)
+    return final_residual(positive_part(p - accepted), p)
+
+
+def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int], rho: float | None = None) -> Iterator[Event]:
+    """K-SEQ at rho (default: rho*). rho < rho* is NOT lossless; the broken-variant tests pass one."""
+    k = len(xs)
+    rho = division_factor(p, q, k) if rho is None else rho
+    for i, x in enumerate(xs):
+        yield Test(i, x, float(p[x]), rho * float(q[x]), f"p(x)/(rho q(x)), rho={rho:.6g}", note=skip_note(i, x, q))
+    yield Final(kseq_residual(p, q, rho, k))
+
+
+def verify(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int], generator: torch.Generator) -> NodeVerdict:
+    """K-SEQ at rho*: damped SD tests in draw order, then the K-SEQ residual."""
+    return verify_chain(chain, p, q, candidates, generator)
+
+
+def conditional(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Exact accept [k] (a product of damped thresholds) and the K-SEQ residual [V]."""
+    return conditional_chain(chain, p, q, candidates)

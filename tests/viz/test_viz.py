@@ -1,0 +1,217 @@
+"""viz from hand-made records (tests/fixtures_records.py): no model, no engine."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from decoding.run.schema import BONUS, RESIDUAL, STATUSES, trace_from_json, trace_to_json
+from tests import fixtures_records as fx
+from viz import node_figure, stats, text, tree_figure
+from viz.layout import tidy_layout
+from viz.lookup import visit_at
+from viz.palette import ORIGIN_NAMES
+from viz.tokens import label, visible
+
+STEPS = (fx.step_residual(), fx.step_bonus())
+
+
+# ---- tree figure ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("step", STEPS, ids=["residual", "bonus"])
+def test_tree_figure_counts_each_status_like_the_record(step):
+    counts = tree_figure.figure_categories(tree_figure.tree_figure(step))
+    assert {s: counts[s] for s in STATUSES} == step.status_counts()
+
+
+def test_tree_figure_adds_one_node_for_the_residual_or_bonus_token():
+    residual = tree_figure.figure_categories(tree_figure.tree_figure(fx.step_residual()))
+    bonus = tree_figure.figure_categories(tree_figure.tree_figure(fx.step_bonus()))
+    assert (residual[RESIDUAL], residual[BONUS]) == (1, 0)
+    assert (bonus[RESIDUAL], bonus[BONUS]) == (0, 1)
+
+
+def test_tree_figure_colours_each_status_with_its_own_colour():
+    fig = tree_figure.tree_figure(fx.step_residual())
+    markers = [t for t in fig.data if t.customdata is not None]
+    for trace in markers:
+        categories = {row[1] for row in trace.customdata}
+        assert len(categories) == 1
+        assert trace.marker.color == tree_figure.COLORS[categories.pop()]
+    assert len({t.marker.color for t in markers}) == len(markers)
+
+
+def test_tree_figure_highlights_the_accepted_path():
+    fig = tree_figure.tree_figure(fx.step_bonus())
+    path = next(t for t in fig.data if t.name == "accepted path")
+    assert path.line.width > next(t for t in fig.data if t.name == "tree edge").line.width
+    assert sum(x is None for x in path.x) == len(fx.step_bonus().accepted_path) - 1
+
+
+def test_tree_hover_shows_p_q_threshold_and_uniform_of_the_parents_test():
+    fig = tree_figure.tree_figure(fx.step_residual())
+    hover = {row[0]: h for t in fig.data if t.customdata is not None
+             for row, h in zip(t.customdata, t.hovertext, strict=True)}
+    assert "p = 0.1 · q = 0.5 · p/q = 0.2" in hover[1]
+    assert "threshold 0.2, u = 0.7: failed" in hover[1]
+    assert "exact α = 0.62" in hover[0] and "optimal for this law = 0.71" in hover[0]
+    assert "not tested: another candidate at the parent was accepted first" in hover[3]
+    assert "not tested: its parent was not reached" in hover[4]
+
+
+# ---- text: whitespace and escaping ---------------------------------------------------------------
+def test_whitespace_and_control_characters_are_made_visible():
+    assert visible(" world\n\tx\r") == "·world⏎→x␍"
+    assert visible("") == "∅"
+    assert visible("a\x00b") == "a\\u0000b"
+
+
+def test_tree_labels_are_visible_and_html_escaped():
+    fig = tree_figure.tree_figure(fx.step_residual())
+    texts = [x for t in fig.data if t.text is not None for x in t.text]
+    assert "&lt;b&gt;" in texts and "·&amp;" in texts and "⏎" in texts and "·world" in texts
+    assert not any("<b>" in x or "\n" in x for x in texts)
+    hovers = " ".join(h for t in fig.data if t.hovertext is not None for h in t.hovertext)
+    assert "&lt;b&gt;" in hovers and "<b>&lt;b&gt;</b>" in hovers
+
+
+def test_text_html_escapes_every_token_and_the_prompt():
+    html = text.text_html(STEPS, prompt="<script>alert(1)</script>")
+    assert "<script>" not in html and "&lt;script&gt;" in html
+
+
+def test_highlighted_text_joins_to_the_generated_text_with_origin_labels():
+    spans = text.highlighted(STEPS)
+    assert "".join(s for s, _ in spans) == text.generated_text(STEPS) == fx.trace().text
+    assert [lab for _, lab in spans] == [ORIGIN_NAMES[e.kind] for s in STEPS for e in s.emitted]
+    assert text.highlighted(STEPS, prompt="Hi")[0] == ("Hi", None)
+    assert set(text.color_map()) == set(ORIGIN_NAMES.values())
+
+
+def test_label_shortens_long_tokens():
+    assert label("x" * 40).endswith("…") and len(label("x" * 40)) == 16
+
+
+# ---- layout --------------------------------------------------------------------------------------
+def random_parents(rng: random.Random, n: int) -> list[int]:
+    return [-1] + [rng.randrange(i) for i in range(1, n)]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_layout_centres_parents_over_children_and_never_overlaps(seed):
+    parents = random_parents(random.Random(seed), 1 + seed * 3)
+    lay = tidy_layout(parents)
+    assert lay == tidy_layout(list(parents))  # deterministic
+    for node, kids in enumerate(lay.children):
+        if kids:
+            assert lay.y[node] == (lay.y[kids[0]] + lay.y[kids[-1]]) / 2
+            assert all(lay.x[k] == lay.x[node] + 1 for k in kids)
+            assert [lay.y[k] for k in kids] == sorted(lay.y[k] for k in kids)
+    leaves = sorted(lay.y[i] for i, kids in enumerate(lay.children) if not kids)
+    assert leaves == [float(i) for i in range(len(leaves))]
+    assert len(set(zip(lay.x, lay.y, strict=True))) == len(parents)
+
+
+def test_layout_refuses_a_forest_or_a_cycle():
+    with pytest.raises(ValueError, match="exactly one root"):
+        tidy_layout([-1, -1])
+    with pytest.raises(ValueError, match="cycle"):
+        tidy_layout([-1, 2, 1])
+
+
+# ---- node inspector -----------------------------------------------------------------------------
+@pytest.mark.parametrize("node", [0, 2])
+def test_tests_table_rows_equal_the_visits_tests_in_order(node):
+    step = fx.step_residual()
+    visit = visit_at(step, node)
+    rows = node_figure.tests_table(step, node, digits=None)
+    tests = [r for r in rows if r[0] == "test"]
+    want = [[t.candidate + 1, visible(t.text), t.numerator, t.denominator, t.threshold, t.uniform,
+             "yes" if t.passed else "no"] for t in visit.tests]
+    assert [r[1:8] for r in tests] == want
+    # each residual update follows the test it comes after
+    for update in visit.updates:
+        at = [i for i, r in enumerate(rows) if r[0] == "test"][update.after_test]
+        assert rows[at + 1][0] == "residual update" and update.note in rows[at + 1][-1]
+    assert len(rows[0]) == len(node_figure.TEST_HEADERS)
+
+
+def test_tests_table_is_empty_for_a_node_that_was_not_verified():
+    assert node_figure.tests_table(fx.step_residual(), 3) == []
+
+
+def test_node_figure_bars_are_the_nodes_p_and_q_and_one_residual_per_update():
+    step = fx.step_residual()
+    fig = node_figure.node_figure(step, 2)
+    p, q = fig.data[0], fig.data[1]
+    top = step.nodes[2].top
+    assert list(p.y[: len(top)]) == [t.p for t in top] and list(q.y[: len(top)]) == [t.q for t in top]
+    residuals = [t for t in fig.data if t.name.startswith("residual")]
+    assert len(residuals) == len(visit_at(step, 2).updates)
+    assert "★" in "".join(p.x)  # candidates are marked
+    assert list(residuals[-1].y)[0] == 1.0  # the residual sample's token holds all the mass at the end
+
+
+def test_node_figure_of_an_unverified_node_has_only_p_and_q():
+    fig = node_figure.node_figure(fx.step_residual(), 5)
+    assert [t.name for t in fig.data] == ["p (target)", "q (draft)"]
+    assert "not on the accepted path" in fig.layout.title.text
+
+
+# ---- stats ---------------------------------------------------------------------------------------
+def test_stats_numbers():
+    assert stats.tokens_per_forward(STEPS) == [2.0, 3.0]
+    assert stats.running_mean([1.0, None, 3.0]) == [1.0, 1.0, 2.0]
+    by_depth = {d.depth: d for d in stats.acceptance_by_depth(STEPS)}
+    assert (by_depth[0].visits, by_depth[0].accepted) == (2, 2)
+    assert (by_depth[1].visits, by_depth[1].accepted) == (2, 1)
+    assert by_depth[1].alpha_exact == pytest.approx((0.3 + 0.8) / 2)
+    numbers = stats.run_numbers(STEPS)
+    assert (numbers.tokens, numbers.target_forwards, numbers.draft_forwards) == (5, 2, 4)
+
+
+def test_run_figure_with_and_without_a_baseline():
+    plain = stats.run_figure(STEPS)
+    compared = stats.run_figure(STEPS, stats.BaselineNumbers(tokens=5, seconds=0.5, forwards=5), seconds=0.25)
+    speed = compared.data[-1]
+    assert list(speed.x) == ["speculative", "target alone"] and list(speed.y) == [20.0, 10.0]
+    assert list(plain.data[-1].x) == ["speculative"]
+    assert "speed-up | 2.00x" in stats.summary_markdown(STEPS, stats.BaselineNumbers(5, 0.5, 5), seconds=0.25)
+
+
+# ---- replay -------------------------------------------------------------------------------------
+def test_a_trace_round_trip_replays_identical_figures():
+    trace = fx.trace()
+    again = trace_from_json(trace_to_json(trace))
+    for a, b in zip(trace.steps, again.steps, strict=True):
+        assert json.loads(tree_figure.tree_figure(a).to_json()) == json.loads(tree_figure.tree_figure(b).to_json())
+        assert node_figure.tests_table(a, 0) == node_figure.tests_table(b, 0)
+    assert text.highlighted(again.steps) == text.highlighted(trace.steps)
+
+
+# ---- checks on untrusted records -------------------------------------------------------------------
+def test_hand_made_steps_have_no_problems_and_broken_ones_do():
+    from dataclasses import replace
+
+    from viz.checks import step_problems
+
+    assert all(step_problems(s) == [] for s in STEPS)
+    step = fx.step_residual()
+    bad_status = replace(step, nodes=(step.nodes[0], replace(step.nodes[1], status="bogus"), *step.nodes[2:]))
+    assert "unknown status 'bogus'" in step_problems(bad_status)[0]
+    bad_parent = replace(step, nodes=(step.nodes[0], replace(step.nodes[1], parent=7), *step.nodes[2:]))
+    assert "parents come first" in step_problems(bad_parent)[0]
+    assert step_problems(replace(step, nodes=())) == ["step 1: the tree has no root"]
+
+
+def test_strings_from_an_untrusted_trace_are_escaped_in_titles_and_hovers():
+    from dataclasses import replace
+
+    step = fx.step_residual()
+    visit = replace(step.visits[0], tests=tuple(replace(t, label="<img src=x>") for t in step.visits[0].tests))
+    evil = replace(step, verifier="<i>v</i>", visits=(visit, *step.visits[1:]))
+    fig = tree_figure.tree_figure(evil)
+    assert "&lt;i&gt;v&lt;/i&gt;" in fig.layout.title.text
+    hovers = " ".join(h for t in fig.data if t.hovertext is not None for h in t.hovertext)
+    assert "<img" not in hovers and "&lt;img src=x&gt;" in hovers
