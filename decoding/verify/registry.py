@@ -1,4 +1,4 @@
-"""The verifier registry: every token-level verifier described once (VERIFIERS.md).
+"""The verifier registry: every token-level verifier described once (docs/verifiers.md).
 
 Keys are a public contract (CLI flags, saved traces, the app's dropdown). Each entry carries its
 candidate law (laws.py), whether it is lossless, and the pure functions of decoding/verify/rules/<key>.py

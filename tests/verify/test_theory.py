@@ -1,6 +1,6 @@
 """decoding.verify.theory / optimal / theory_race / theory_wor against independent oracles.
 
-Oracles: the reference numbers of VERIFIERS.md §12 and §7.2, exact enumeration through the
+Oracles: the reference numbers of docs/verifiers.md §12 and §7.2, exact enumeration through the
 registry's `conditional` (which also checks the verifier library), the 2^V min-cut, the LP of
 §5.1 and plain enumeration of the candidate laws.
 """
@@ -25,7 +25,7 @@ def t64(values) -> torch.Tensor:
     return torch.tensor(values, dtype=torch.float64)
 
 
-P12 = t64([0.50, 0.30, 0.15, 0.05])  # VERIFIERS.md §12
+P12 = t64([0.50, 0.30, 0.15, 0.05])  # docs/verifiers.md §12
 Q12 = t64([0.20, 0.50, 0.20, 0.10])
 
 
@@ -139,7 +139,7 @@ def test_section_12_spectr_rho(k, rho):
     assert acceptance(P12, Q12, k) == pytest.approx(float(torch.minimum(P12, rho_star * Q12).sum()))
 
 
-FIG2 = [  # t, opt, K-SEQ, RRS, RRS-w/o (VERIFIERS.md §7.2, Khisti et al. Fig. 2 toy)
+FIG2 = [  # t, opt, K-SEQ, RRS, RRS-w/o (docs/verifiers.md §7.2, Khisti et al. Fig. 2 toy)
     (0.0, 0.8889, 0.8114, 0.7778, 0.8333),
     (0.1, 0.9889, 0.8814, 0.8444, 0.8833),
     (0.2, 1.0, 0.9449, 0.9111, 0.9333),

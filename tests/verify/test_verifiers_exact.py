@@ -1,5 +1,5 @@
-"""Exact losslessness of every lossless verifier (VERIFIERS.md §11.1), the registry contract, and the
-reference numbers and step traces of VERIFIERS.md §12 and §9.2."""
+"""Exact losslessness of every lossless verifier (docs/verifiers.md §11.1), the registry contract, and the
+reference numbers and step traces of docs/verifiers.md §12 and §9.2."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from decoding.verify.rules import spectr, typical
 from tests.verifier_oracles import adversarial_pairs, allowed_ks, dirichlet_pair, mixed_law, tuple_laws
 
 F64 = torch.float64
-P12 = torch.tensor([0.50, 0.30, 0.15, 0.05], dtype=F64)  # VERIFIERS.md §12: V = {A, B, C, D}
+P12 = torch.tensor([0.50, 0.30, 0.15, 0.05], dtype=F64)  # docs/verifiers.md §12: V = {A, B, C, D}
 Q12 = torch.tensor([0.20, 0.50, 0.20, 0.10], dtype=F64)
 A, B, C, D = 0, 1, 2, 3
 KEYS = ["sd", "rrs", "rrs_wor", "spectr", "spechub", "khisti_is", "hu_greedy", "pointmass", "greedy", "typical"]

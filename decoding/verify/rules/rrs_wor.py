@@ -1,4 +1,4 @@
-"""Recursive rejection sampling without replacement (MCSD, RSD, Sequoia), VERIFIERS.md §4.
+"""Recursive rejection sampling without replacement (MCSD, RSD, Sequoia), docs/verifiers.md §4.
 
 Candidates are drawn sequentially without replacement: x_i ~ d_i, d_1 = q, d_{i+1} = q restricted to
 the undrawn tokens. They must be tested in draw order:
