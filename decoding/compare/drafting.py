@@ -70,9 +70,8 @@ def draft_forest(draft: TreeLM, root_token: int, config: DecodeConfig, groups: l
         q.update(zip(level, probs, strict=True))
         for t, group in enumerate(groups):
             for node in trees[t].nodes_at_depth(depth):
-                q_node = q[forest.maps[t][node]]
-                trees[t] = _draw(trees[t], node, q_node, depth, group, config, uniforms.at(slots[t][node], _width(
-                    trees[t], node, depth, config)), slots[t])
+                u = uniforms.at(slots[t][node], _width(trees[t], node, depth, config))
+                trees[t] = _draw(trees[t], node, q[forest.maps[t][node]], group, u, slots[t])
     forest = build_forest(trees)
     draft.logits(forest.tree, [])  # no forward: the draft learns the leaves, for commit
     return ForestDraft(tuple(groups), tuple(trees), forest, q, draft.forwards - f0)
@@ -84,8 +83,9 @@ def _width(tree: DraftTree, node: int, depth: int, config: DecodeConfig) -> int:
     return config.branching[depth]
 
 
-def _draw(tree: DraftTree, node: int, q_node: torch.Tensor, depth: int, group: str, config: DecodeConfig,
-          u: list[float], slots: dict[int, tuple[int, ...]]) -> DraftTree:
+def _draw(tree: DraftTree, node: int, q_node: torch.Tensor, group: str, u: list[float],
+          slots: dict[int, tuple[int, ...]]) -> DraftTree:
+    """Draw len(u) candidates at `node` with the group's law; new children get slot = parent's + (draw index,)."""
     k = len(u)
     law = "iid" if group == SEQUENCES else group
     tokens = crn.sample(law, q_node, k, u)

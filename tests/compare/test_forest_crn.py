@@ -37,7 +37,8 @@ def test_crn_first_draw_is_shared_by_iid_and_without_replacement() -> None:
     q = torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64)
     for u0 in (0.1, 0.6, 0.9):
         u = [u0, 0.5, 0.5]
-        assert crn.sample("iid", q, 3, u)[0] == crn.sample("without_replacement", q, 3, u)[0] == crn.sample("hub", q, 2, u)[0]
+        first = {crn.sample(law, q, k, u)[0] for law, k in (("iid", 3), ("without_replacement", 3), ("hub", 2))}
+        assert len(first) == 1
 
 
 def _token_path(tree: DraftTree, n: int) -> tuple[int, ...]:
