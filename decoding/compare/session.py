@@ -23,6 +23,7 @@ from decoding.run import recorder as recording
 from decoding.run.compare_schema import CompareRecord
 from decoding.run.config import DecodeConfig
 from decoding.run.schema import StepRecord
+from decoding.run.scored import ScoredTree
 from decoding.verify.registry import VERIFIERS
 from decoding.verify.sampling import warp
 from decoding.verify.walk import Walk
@@ -102,8 +103,9 @@ class CompareRun(engine.Run):
         tree, entry = drafted.trees[t], self.entry
         p, q, has_q = drafted.rows(t, p_forest)
         return recording.step_record(
-            len(self._state.steps), tree, p, q, has_q, walk, entry, walk_expected(tree, p, q, entry), times,
-            self.config.top_n, self.pair.token_text, with_theory=True,
+            ScoredTree(tree, p, q, has_q), walk, entry, index=len(self._state.steps),
+            expected=walk_expected(tree, p, q, entry), times=times, top_n=self.config.top_n,
+            text=self.pair.token_text, with_theory=True,
         )
 
     def _compare_record(self, drafted: ForestDraft, p_forest, walks: dict[str, Walk]) -> CompareRecord:

@@ -144,10 +144,8 @@ def _tree() -> DraftTree:
 
 def _broken_rrs_verify(p, q, candidates, generator):
     """Classic bug: test every draft against the ORIGINAL p and q (no residual update after a rejection)."""
-    from decoding.verify.rules import sd
-
     for i, x in enumerate(candidates):
-        v = sd.verify(p, q, [x], generator)
+        v = VERIFIERS["sd"].verify(p, q, [x], generator)
         if v.accepted is not None:
             return replace(v, accepted=i)
     return v
