@@ -24,6 +24,10 @@ def build_parser() -> argparse.ArgumentParser:
     gen = sub.add_parser("generate", help="run speculative decoding and write a trace",
                          formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     _add_generate_flags(gen)
+    from decoding.cli import compare as compare_cli
+
+    cmp = sub.add_parser("compare", help="several verifiers on the same steps, one target forward each")
+    compare_cli.add_flags(cmp)
     bench = sub.add_parser("bench", help="benchmarks (not tests): " + ", ".join(BENCHES))
     bench.add_argument("which", choices=sorted(BENCHES), help="which benchmark")
     bench.add_argument("rest", nargs=argparse.REMAINDER, help="flags passed to the benchmark")
@@ -103,6 +107,10 @@ def main(argv: list[str]) -> int:
     try:
         if args.command == "generate":
             return run_generate(args)
+        if args.command == "compare":
+            from decoding.cli import compare as compare_cli
+
+            return compare_cli.run(args)
         return run_bench(args)
     except (ValueError, FileNotFoundError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
