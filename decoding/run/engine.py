@@ -21,7 +21,8 @@ from decoding.run.schema import RunSummary, StepRecord, Trace
 from decoding.verify.registry import VERIFIERS
 from decoding.verify.sampling import draw, make_generator, warp
 from decoding.verify.tree import DraftTree
-from decoding.verify.walk import Walk, expected_tokens
+from decoding.verify.step_law import expected_tokens
+from decoding.verify.walk import Walk
 
 MAX_PROMPT_CHARS = 100_000
 
@@ -132,7 +133,7 @@ class Run:
 
     def _record(self, tree: DraftTree, p, q, has_q, result: Walk, times) -> StepRecord:
         cfg = self.config
-        expected = expected_tokens(tree, p, q, self.entry) if cfg.record else None
+        expected = expected_tokens(self.entry.step_law(tree, p, q)) if cfg.record else None  # exact law, any level
         return recording.step_record(
             len(self._state.steps), tree, p, q, has_q, result, self.entry, expected, times,
             cfg.top_n, self.pair.token_text, with_theory=cfg.record,

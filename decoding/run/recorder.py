@@ -17,6 +17,7 @@ from decoding.run.schema import (
     StepRecord,
     TestRecord,
     TokenProb,
+    TreeEventRecord,
     UpdateRecord,
     VisitRecord,
 )
@@ -65,6 +66,8 @@ def node_statuses(tree: DraftTree, walk: Walk) -> list[str]:
             rejected = {draws[t.candidate] for t in verdict.tests if not t.passed and 0 <= t.candidate < len(draws)}
         for child in rejected:
             status[child] = REJECTED
+    for node in getattr(walk, "rejected", ()):  # tree-level verifiers name the nodes they rejected
+        status[node] = REJECTED
     for node in walk.path[1:]:
         status[node] = ACCEPTED
     return status
@@ -129,6 +132,17 @@ def visit_record(node, verdict, tree, p, q, entry, top_n, text, with_theory) -> 
     )
 
 
+def tree_event_records(walk: Walk, top_n: int, text: TokenText) -> tuple[TreeEventRecord, ...]:
+    """A tree-level verifier's story as plain records (node-level walks have none)."""
+    out = []
+    for e in getattr(walk, "events", ()):
+        law = e.target if e.target is not None else e.draft
+        rows = top_tokens(law, e.draft if e.target is not None else None, top_n, text) if law is not None else ()
+        out.append(TreeEventRecord(e.kind, e.node, e.token, text(e.token), e.numerator, e.denominator, e.threshold,
+                                   e.uniform, e.passed, e.label, e.note, rows))
+    return tuple(out)
+
+
 def emitted_records(walk: Walk, text: TokenText) -> tuple[EmittedRecord, ...]:
     nodes = list(walk.path[1:]) + [walk.path[-1]]  # accepted nodes, then the final token extends the last
     triples = zip(walk.tokens, walk.kinds, nodes, strict=True)
@@ -155,4 +169,5 @@ def step_record(index, tree, p, q, has_q, walk, entry, expected, times, top_n, t
         draft_ms=times.draft_ms,
         target_ms=times.target_ms,
         verify_ms=times.verify_ms,
+        tree_events=tree_event_records(walk, top_n, text),
     )
