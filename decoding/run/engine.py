@@ -20,8 +20,8 @@ from decoding.run.drafting import draft_tree
 from decoding.run.schema import RunSummary, StepRecord, Trace
 from decoding.verify.registry import VERIFIERS
 from decoding.verify.sampling import draw, make_generator, warp
-from decoding.verify.tree import DraftTree
 from decoding.verify.step_law import expected_tokens
+from decoding.verify.tree import DraftTree
 from decoding.verify.walk import Walk
 
 MAX_PROMPT_CHARS = 100_000

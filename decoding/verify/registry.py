@@ -7,7 +7,6 @@ candidate law (laws.py), whether it is lossless, and the pure functions of decod
 from __future__ import annotations
 
 from decoding.verify.entry import Verifier
-from decoding.verify.tree_entry import TreeVerifier
 from decoding.verify.rules import (
     greedy,
     hu_greedy,
@@ -20,6 +19,7 @@ from decoding.verify.rules import (
     spectr,
     typical,
 )
+from decoding.verify.tree_entry import TreeVerifier
 from decoding.verify.tree_rules import block, traversal, typical_medusa
 
 VERIFIERS: dict[str, Verifier | TreeVerifier] = {

@@ -15,8 +15,8 @@ from decoding.verify.step_law import Outcome, expected_tokens
 from decoding.verify.tree import DraftTree
 from decoding.verify.tree_entry import chain_nodes, residual_law, weighted_residual
 from decoding.verify.tree_rules import block
-from tests.verify.tree_level_oracle import build, loss_gap
 from tests.verifier_oracles import draft_trees, random_prefix_laws
+from tests.verify.tree_level_oracle import build, loss_gap
 
 F64 = torch.float64
 CHAINS = [(1,), (1, 1), (1, 1, 1)]
@@ -64,7 +64,8 @@ def test_the_papers_example_10_9_for_sd_and_11_9_for_block():
         for x1, x2 in itertools.product(range(2), repeat=2):
             tree = DraftTree.root(0).add_draws(0, [x1], merge=False).add_draws(1, [x2], merge=False)
             rows_q = torch.stack([q, q, torch.zeros(2, dtype=F64)])
-            total += float(q[x1] * q[x2]) * (expected_tokens(VERIFIERS[key].step_law(tree, p.expand(3, -1), rows_q)) - 1)
+            outcomes = VERIFIERS[key].step_law(tree, p.expand(3, -1), rows_q)
+            total += float(q[x1] * q[x2]) * (expected_tokens(outcomes) - 1)
         accepted[key] = total
     assert Fraction(accepted["sd"]).limit_denominator(100) == Fraction(10, 9)
     assert Fraction(accepted["block"]).limit_denominator(100) == Fraction(11, 9)
@@ -81,7 +82,8 @@ def _broken_block(tau_law=block.tau_law, last=block.last_law, q_one=False):
         q = torch.ones_like(q) if q_one else q
         w = block.weights(chain, tree, p, q)
         h = [v[0] for v in block.h_values(chain, w, p, q)]
-        return [Outcome(tuple(chain[: t + 1]), pr, last(chain, w, t, p, q)) for t, pr in enumerate(tau_law(h)) if pr > 0]
+        taus = enumerate(tau_law(h))
+        return [Outcome(tuple(chain[: t + 1]), pr, last(chain, w, t, p, q)) for t, pr in taus if pr > 0]
     return law
 
 

@@ -12,8 +12,8 @@ import torch
 from decoding.verify.registry import VERIFIERS, node_level_keys
 from decoding.verify.tree import DraftTree
 from decoding.verify.tree_rules import typical_medusa
-from tests.verify.tree_level_oracle import build, loss_gap
 from tests.verifier_oracles import draft_trees, random_prefix_laws
+from tests.verify.tree_level_oracle import build, loss_gap
 
 N = 2000
 
@@ -113,7 +113,8 @@ def _rows(rows: list[list[float]]) -> torch.Tensor:
 
 def test_typical_medusa_keeps_the_longest_typical_path_not_the_first_typical_child():
     # root draws tokens 0 then 1 (both typical); only the child 1 has a typical grandchild
-    tree = DraftTree.root(0).add_draws(0, [0, 1], merge=False).add_draws(1, [2], merge=False).add_draws(2, [0], merge=False)
+    tree = DraftTree.root(0).add_draws(0, [0, 1], merge=False)
+    tree = tree.add_draws(1, [2], merge=False).add_draws(2, [0], merge=False)
     p = _rows([[0.5, 0.4, 0.1], [1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.2, 0.3, 0.5], [0.1, 0.1, 0.8]])
     q = torch.full((5, 3), 1 / 3, dtype=torch.float64)
     walk = VERIFIERS["typical_medusa"].judge(tree, p, q, torch.Generator())

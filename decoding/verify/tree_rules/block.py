@@ -41,7 +41,7 @@ def shape(tree: DraftTree) -> str | None:
 def weights(chain: list[int], tree: DraftTree, p: torch.Tensor, q: torch.Tensor) -> list[float]:
     """[w_0, ..., w_g] along the chain."""
     w = [1.0]
-    for parent, node in zip(chain, chain[1:]):
+    for parent, node in zip(chain, chain[1:], strict=False):
         x = tree.tokens[node]
         w.append(weight_step(w[-1], float(p[parent, x]), float(q[parent, x])))
     return w
@@ -126,4 +126,5 @@ def _tau_event(tau: int, passed: list[bool], chain, tree) -> TreeEvent:
 def _emit_note(tau: int, g: int, w: float) -> str:
     if tau == g:
         return "whole chain accepted: bonus token from p at the last draft"
-    return f"X_1..X_{tau} kept; next token from norm((w_{tau} p - q)_+) with w_{tau} = {w:.4g} (not the token-wise residual)"
+    return (f"X_1..X_{tau} kept; next token from norm((w_{tau} p - q)_+) with w_{tau} = {w:.4g} "
+            "(not the token-wise residual)")
