@@ -69,7 +69,7 @@ class TreeVerifier:
     name: str
     title: str
     lossless: bool
-    law: str  # the candidate law drafting must use at every node (the law the proofs assume)
+    law: laws.Law  # the candidate law drafting must use at every node (a name is looked up: laws.get)
     max_candidates: int | None
     description: str
     paper: str
@@ -79,6 +79,9 @@ class TreeVerifier:
     shapes: str = ""  # the supported shapes, in words
 
     level = "tree"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "law", laws.get(self.law))
 
     def judge(self, tree: DraftTree, p: torch.Tensor, q: torch.Tensor, generator: torch.Generator) -> TreeWalk:
         """Verify the whole tree (p, q: [N, V] rows; q rows of leaves unused)."""
@@ -93,7 +96,7 @@ class TreeVerifier:
     def sample(self, q: torch.Tensor, k: int, generator: torch.Generator) -> list[int]:
         """k candidates from q with the law this verifier assumes, in draw order (for drafting)."""
         self.check_k(k)
-        return laws.sample(self.law, q, k, generator)
+        return self.law.sample(q, k, generator)
 
     def check_k(self, k: int) -> None:
         if k < 1:
