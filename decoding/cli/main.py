@@ -15,6 +15,7 @@ from decoding.run.config import Branching, DecodeConfig, Sequences, parse_branch
 BENCHES = {
     "verifiers": "decoding.cli.bench_verifiers",
     "engine": "decoding.cli.bench_engine",
+    "efficiency": "decoding.cli.bench_efficiency",
 }
 
 

@@ -21,8 +21,9 @@ from decoding.run.schema import RunSummary, StepRecord, Trace
 from decoding.run.scored import ScoredTree
 from decoding.verify.registry import VERIFIERS
 from decoding.verify.sampling import draw, make_generator, warp
+from decoding.verify.step_law import expected_tokens
 from decoding.verify.tree import DraftTree
-from decoding.verify.walk import Walk, expected_tokens
+from decoding.verify.walk import Walk
 
 MAX_PROMPT_CHARS = 100_000
 
@@ -133,7 +134,7 @@ class Run:
 
     def _record(self, scored: ScoredTree, result: Walk, times: recording.StepTimes) -> StepRecord:
         cfg = self.config
-        expected = expected_tokens(scored.tree, scored.p, scored.q, self.entry) if cfg.record else None
+        expected = expected_tokens(self.entry.step_law(scored.tree, scored.p, scored.q)) if cfg.record else None
         return recording.step_record(
             scored, result, self.entry, index=len(self._state.steps), expected=expected, times=times,
             top_n=cfg.top_n, text=self.pair.token_text, with_theory=cfg.record,

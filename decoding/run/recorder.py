@@ -17,6 +17,7 @@ from decoding.run.schema import (
     StepRecord,
     TestRecord,
     TokenProb,
+    TreeEventRecord,
     UpdateRecord,
     VisitRecord,
 )
@@ -67,6 +68,8 @@ def node_statuses(tree: DraftTree, walk: Walk) -> list[str]:
             rejected = {draws[t.candidate] for t in verdict.tests if not t.passed and 0 <= t.candidate < len(draws)}
         for child in rejected:
             status[child] = REJECTED
+    for node in getattr(walk, "rejected", ()):  # tree-level verifiers name the nodes they rejected
+        status[node] = REJECTED
     for node in walk.path[1:]:
         status[node] = ACCEPTED
     return status
@@ -134,6 +137,17 @@ def visit_record(node: int, verdict: NodeVerdict, scored: ScoredTree, entry: Ver
     )
 
 
+def tree_event_records(walk: Walk, top_n: int, text: TokenText) -> tuple[TreeEventRecord, ...]:
+    """A tree-level verifier's story as plain records (node-level walks have none)."""
+    out = []
+    for e in getattr(walk, "events", ()):
+        law = e.target if e.target is not None else e.draft
+        rows = top_tokens(law, e.draft if e.target is not None else None, top_n, text) if law is not None else ()
+        out.append(TreeEventRecord(e.kind, e.node, e.token, text(e.token), e.numerator, e.denominator, e.threshold,
+                                   e.uniform, e.passed, e.label, e.note, rows))
+    return tuple(out)
+
+
 def emitted_records(walk: Walk, text: TokenText) -> tuple[EmittedRecord, ...]:
     nodes = list(walk.path[1:]) + [walk.path[-1]]  # accepted nodes, then the final token extends the last
     triples = zip(walk.tokens, walk.kinds, nodes, strict=True)
@@ -160,4 +174,5 @@ def step_record(scored: ScoredTree, walk: Walk, entry: Verifier, *, index: int, 
         draft_ms=times.draft_ms,
         target_ms=times.target_ms,
         verify_ms=times.verify_ms,
+        tree_events=tree_event_records(walk, top_n, text),
     )

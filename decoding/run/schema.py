@@ -88,6 +88,25 @@ class EmittedRecord:
 
 
 @dataclass(frozen=True)
+class TreeEventRecord:
+    """One test of a tree-level verifier (block, traversal, typical_medusa), in the order it happened:
+    block "coin"/"tau", traversal "try"/"delete", typical_medusa "typical"/"choose", then "emit"."""
+
+    kind: str
+    node: int  # the tree node it is about
+    token: int
+    text: str
+    numerator: float | None
+    denominator: float | None
+    threshold: float | None  # the probability tested (h_i, w(leaf)) or the value computed
+    uniform: float | None  # the coin, when one was drawn
+    passed: bool | None
+    label: str  # what the numbers are
+    note: str  # why, in words
+    rows: tuple[TokenProb, ...] = ()  # updated target (p field) and draft (q field) rows, or the emission law
+
+
+@dataclass(frozen=True)
 class StepRecord:
     index: int
     verifier: str
@@ -103,6 +122,7 @@ class StepRecord:
     target_ms: float
     verify_ms: float
     compare: CompareRecord | None = None  # several verifiers on this step (decoding/compare); None otherwise
+    tree_events: tuple[TreeEventRecord, ...] = ()  # tree-level verifiers' story (empty for node-level ones)
 
     @property
     def n_emitted(self) -> int:
@@ -164,7 +184,7 @@ def _build(tp: Any, data: Any) -> Any:
         if not isinstance(data, dict):
             raise ValueError(f"expected an object for {tp.__name__}, got {type(data).__name__}")
         hints = get_type_hints(tp)
-        missing = [f.name for f in fields(tp) if f.name not in data and f.default is MISSING]
+        missing = [f.name for f in fields(tp) if f.name not in data and not _has_default(f)]
         if missing:
             raise ValueError(f"{tp.__name__} is missing fields: {', '.join(missing)}")
         present = [f for f in fields(tp) if f.name in data]  # absent optional fields keep their default
@@ -185,6 +205,11 @@ def _build(tp: Any, data: Any) -> Any:
             raise ValueError(f"expected {tp.__name__}, got {data!r}")
         return data
     return data
+
+
+def _has_default(f: Any) -> bool:
+    """Fields added later carry a default, so traces written before them still load."""
+    return f.default is not MISSING or f.default_factory is not MISSING
 
 
 def _is_optional(tp: Any) -> bool:
