@@ -7,9 +7,10 @@ a few kB per step. `trace_to_json` / `trace_from_json` are the versioned file fo
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import MISSING, dataclass, fields, is_dataclass
 from typing import Any, get_args, get_origin, get_type_hints
 
+from decoding.run.compare_schema import CompareRecord
 from decoding.verify.origins import BONUS, DRAFT, RESIDUAL, RESIDUAL_HIT  # noqa: F401 - re-exported for viz
 
 TRACE_FORMAT = "specscope-trace"
@@ -101,6 +102,7 @@ class StepRecord:
     draft_ms: float
     target_ms: float
     verify_ms: float
+    compare: CompareRecord | None = None  # several verifiers on this step (decoding/compare); None otherwise
 
     @property
     def n_emitted(self) -> int:
@@ -162,10 +164,11 @@ def _build(tp: Any, data: Any) -> Any:
         if not isinstance(data, dict):
             raise ValueError(f"expected an object for {tp.__name__}, got {type(data).__name__}")
         hints = get_type_hints(tp)
-        missing = [f.name for f in fields(tp) if f.name not in data]
+        missing = [f.name for f in fields(tp) if f.name not in data and f.default is MISSING]
         if missing:
             raise ValueError(f"{tp.__name__} is missing fields: {', '.join(missing)}")
-        return tp(**{f.name: _build(hints[f.name], data[f.name]) for f in fields(tp)})
+        present = [f for f in fields(tp) if f.name in data]  # absent optional fields keep their default
+        return tp(**{f.name: _build(hints[f.name], data[f.name]) for f in present})
     if origin is tuple:
         args = get_args(tp)
         inner = args[0] if args else Any

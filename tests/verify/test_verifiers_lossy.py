@@ -1,6 +1,6 @@
 """The lossy entries are labelled as such and miss p by exactly the amount computed by hand.
 
-Case (VERIFIERS.md §12): p = [.50, .30, .15, .05], q = [.20, .50, .20, .10] over {A, B, C, D}.
+Case (docs/verifiers.md §12): p = [.50, .30, .15, .05], q = [.20, .50, .20, .10] over {A, B, C, D}.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Numerics (VERIFIERS.md §13): no NaN and no exception on the degenerate cases, for every entry;
+"""Numerics (docs/verifiers.md §13): no NaN and no exception on the degenerate cases, for every entry;
 inputs are never mutated; float32 input is accepted; bad input gets a clear ValueError."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Recursive rejection sampling without replacement (MCSD, RSD, Sequoia), VERIFIERS.md §4.
+"""Recursive rejection sampling without replacement (MCSD, RSD, Sequoia), docs/verifiers.md §4.
 
 Candidates are drawn sequentially without replacement: x_i ~ d_i, d_1 = q, d_{i+1} = q restricted to
 the undrawn tokens. They must be tested in draw order:
@@ -22,13 +22,10 @@ from decoding.verify.rules.common import (
     Final,
     Test,
     Update,
-    conditional_chain,
     final_residual,
     residual,
     restricted,
-    verify_chain,
 )
-from decoding.verify.verdict import NodeVerdict
 
 
 def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event]:
@@ -40,13 +37,3 @@ def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event
         d = restricted(q, xs[: i + 1])  # [V] law of the next draw: q without every token drawn so far
         yield Update(r, draft=d)
     yield Final(final_residual(r, p))
-
-
-def verify(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int], generator: torch.Generator) -> NodeVerdict:
-    """Recursive rejection sampling over without-replacement candidates, in draw order."""
-    return verify_chain(chain, p, q, candidates, generator)
-
-
-def conditional(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Exact accept [k] and residual [V]; depends on the identity and order of the candidates."""
-    return conditional_chain(chain, p, q, candidates)
