@@ -32,7 +32,8 @@ def _quiet_warnings():
 def test_hidden_model_boxes_arrive_as_null_and_become_empty_not_the_name_none():
     controls = Controls.from_raw(**BROWSER_TOY)
     assert controls.target == "" and controls.draft == ""
-    assert (controls.sequences, controls.depth, controls.top_k, controls.seed, controls.max_new_tokens) == (4, 4, 0, 2, 6)
+    numbers = (controls.sequences, controls.depth, controls.top_k, controls.seed, controls.max_new_tokens)
+    assert numbers == (4, 4, 0, 2, 6)
     assert all(type(getattr(controls, n)) is FIELDS[n].kind for n in FIELDS)
 
 
