@@ -15,6 +15,7 @@ from decoding.run.config import DecodeConfig, parse_branching
 BENCHES = {
     "verifiers": "decoding.cli.bench_verifiers",
     "engine": "decoding.cli.bench_engine",
+    "speed": "decoding.cli.bench_speed",
 }
 
 

@@ -127,16 +127,18 @@ class Run:
         verify_ms = _ms_since(t0)
 
         times = recording.StepTimes(draft_ms, target_ms, verify_ms, draft_forwards, target_forwards)
+        t0 = time.perf_counter()
         record = self._record(drafted.tree, p, q, has_q, result, times)
-        return record, list(result.tokens), drafted.tree
+        return replace(record, record_ms=_ms_since(t0)), list(result.tokens), drafted.tree
 
     def _record(self, tree: DraftTree, p, q, has_q, result: Walk, times) -> StepRecord:
-        cfg = self.config
-        expected = expected_tokens(tree, p, q, self.entry) if cfg.record else None
-        return recording.step_record(
-            len(self._state.steps), tree, p, q, has_q, result, self.entry, expected, times,
-            cfg.top_n, self.pair.token_text, with_theory=cfg.record,
-        )
+        """The full record (nodes, tests, exact theory), or on the fast path only what was emitted."""
+        cfg, index = self.config, len(self._state.steps)
+        if not cfg.record:
+            return recording.bare_record(index, result, self.entry, times, self.pair.token_text)
+        expected = expected_tokens(tree, p, q, self.entry)
+        return recording.step_record(index, tree, p, q, has_q, result, self.entry, expected, times,
+                                     cfg.top_n, self.pair.token_text)
 
     # ---- bookkeeping --------------------------------------------------------------------------------
     def _context(self) -> list[int]:

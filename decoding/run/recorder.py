@@ -156,3 +156,14 @@ def step_record(index, tree, p, q, has_q, walk, entry, expected, times, top_n, t
         target_ms=times.target_ms,
         verify_ms=times.verify_ms,
     )
+
+
+def bare_record(index, walk: Walk, entry, times: StepTimes, text: TokenText) -> StepRecord:
+    """The fast path's record (config.record False): what the step emitted and what it cost, no per-node
+    records and no theory, so a benchmark times decoding rather than bookkeeping."""
+    return StepRecord(
+        index=index, verifier=entry.name, law=str(entry.law), nodes=(), visits=(), accepted_path=walk.path,
+        emitted=emitted_records(walk, text), expected_tokens=None, target_forwards=times.target_forwards,
+        draft_forwards=times.draft_forwards, draft_ms=times.draft_ms, target_ms=times.target_ms,
+        verify_ms=times.verify_ms,
+    )
