@@ -8,7 +8,8 @@ For each case (prompt x repetition x temperature) every method runs once, in an 
 case to case (interleaved, so a busy machine slows every method alike): (a) the target alone with
 `model.generate`, (b) transformers' assisted generation with the same draft (`assistant_model=`),
 (c) its prompt lookup (`prompt_lookup_num_tokens=`), then specscope's fast path (record=False) and
-recorded path (what the app runs) for each chosen verifier x tree shape. Speeds are reported as
+recorded path (what the app runs; "recorded-lazy": the same records with the exact theory left
+to the view that shows it) for each chosen verifier x tree shape. Speeds are reported as
 ratios to `generate` within the same case (median and spread over cases); the recorded runs also give
 block efficiency with a 95 % confidence interval, the exact expected tokens per step (from the
 recorded p and q), and acceptance by depth. Output: a markdown table, `--json PATH`, a plotly chart.
@@ -89,6 +90,7 @@ def methods_of(configs: dict[str, DecodeConfig]) -> dict:
     for label, config in configs.items():
         out[f"specscope fast {label}"] = specscope(config, record=False)
         out[f"specscope recorded {label}"] = specscope(config, record=True)
+        out[f"specscope recorded-lazy {label}"] = specscope(config, record=True, lazy_theory=True)
     return out
 
 

@@ -86,14 +86,15 @@ def prompt_lookup(pair, case: Case) -> Timed:
     return hf_generate(pair, case, prompt_lookup_num_tokens=PROMPT_LOOKUP_TOKENS)
 
 
-def specscope(config: DecodeConfig, record: bool) -> Method:
-    """specscope's engine with `config` at the case's temperature: fast path or recorded path."""
+def specscope(config: DecodeConfig, record: bool, lazy_theory: bool = False) -> Method:
+    """specscope's engine with `config` at the case's temperature: fast path, or recorded path with the
+    theory computed in the step (what the app shows today) or left to a view (lazy_theory)."""
 
     def run(pair, case: Case) -> Timed:
         cfg = config.with_(temperature=case.temperature, seed=case.seed, max_new_tokens=case.max_new_tokens,
                            record=record)
         start = time.perf_counter()
-        state = engine.start(pair, cfg, case.prompt)
+        state = engine.start(pair, cfg, case.prompt, lazy_theory=lazy_theory)
         steps = tuple(state)
         seconds = time.perf_counter() - start
         return Timed(len(state.state.generated_ids), seconds, steps if record else ())

@@ -71,7 +71,7 @@ def acceptance_by_depth(steps: list[StepRecord]) -> list[dict]:
 
 
 def config_result(rows: list[dict], label: str, config: DecodeConfig, t: float) -> dict:
-    fast, recorded = f"specscope fast {label}", f"specscope recorded {label}"
+    fast, recorded, lazy = (f"specscope {path} {label}" for path in ("fast", "recorded", "recorded-lazy"))
     steps = [s for r in rows if r["method"] == recorded and r["temperature"] == t for s in r["steps"]]
     rec_rows = [r for r in rows if r["method"] == recorded and r["temperature"] == t]
     record_share = [r["record_seconds"] / r["seconds"] for r in rec_rows if r["seconds"] > 0]
@@ -82,6 +82,7 @@ def config_result(rows: list[dict], label: str, config: DecodeConfig, t: float) 
         "recorded_vs_generate": ratios(rows, recorded, "generate", t),
         "fast_vs_assisted": ratios(rows, fast, "assisted", t),
         "recorded_time_over_fast": ratios(rows, fast, recorded, t),  # time per token, recorded / fast
+        "lazy_time_over_fast": ratios(rows, fast, lazy, t),  # records without the theory, over the fast path
         "record_share_of_recorded": spread(record_share),
     }
 
@@ -115,10 +116,11 @@ def _fmt(s: dict | None) -> str:
 
 def markdown(result: dict) -> str:
     head = ["| T | method | x generate (median [min-max]) | x assisted | block eff. (95% CI) | "
-            "exact E[tokens/step] | acceptance by depth | recorded time / fast time |", "|---" * 8 + "|"]
+            "exact E[tokens/step] | acceptance by depth | recorded / fast time | lazy-theory / fast time |",
+            "|---" * 9 + "|"]
     lines = []
     for m, by_t in result["baselines_vs_generate"].items():
-        lines += [f"| {t} | transformers {m} | {_fmt(s)} | | | | | |" for t, s in by_t.items() if s]
+        lines += [f"| {t} | transformers {m} | {_fmt(s)} | | | | | | |" for t, s in by_t.items() if s]
     for c in result["configs"]:
         be, acc = c["block_efficiency"], c["acceptance_by_depth"]
         ci = f"{be['mean']:.2f} [{be['ci95'][0]:.2f}, {be['ci95'][1]:.2f}]"
@@ -126,7 +128,7 @@ def markdown(result: dict) -> str:
         depth = " ".join(f"{a['rate']:.2f}" for a in acc)
         lines.append(f"| {c['temperature']} | specscope {c['label']} (fast) | {_fmt(c['fast_vs_generate'])} | "
                      f"{_fmt(c['fast_vs_assisted'])} | {ci} | {exact} | {depth} | "
-                     f"{_fmt(c['recorded_time_over_fast'])} |")
+                     f"{_fmt(c['recorded_time_over_fast'])} | {_fmt(c['lazy_time_over_fast'])} |")
     notes = [f"- {m}: unavailable ({why})" for m, why in result["unavailable"].items()]
     return "\n".join([f"`{result['settings']['command']}`", "", *head, *lines, *notes])
 

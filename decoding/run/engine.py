@@ -24,6 +24,7 @@ from decoding.verify.tree import DraftTree
 from decoding.verify.walk import Walk, expected_tokens
 
 MAX_PROMPT_CHARS = 100_000
+LAZY_THEORY_STEPS = 16  # steps whose p/q rows a lazy-theory run keeps for fill_theory
 
 
 @dataclass(frozen=True)
@@ -55,9 +56,11 @@ def _ms_since(t0: float) -> float:
 class Run:
     """One speculative-decoding run; iterate it, or call step() until it returns None."""
 
-    def __init__(self, pair, config: DecodeConfig, state: RunState) -> None:
+    def __init__(self, pair, config: DecodeConfig, state: RunState, *, lazy_theory: bool = False) -> None:
         self.pair = pair
         self.config = config
+        self.lazy_theory = lazy_theory  # records leave alpha_exact/alpha_optimal None until fill_theory(index)
+        self._theory_rows: dict[int, list[tuple[int, torch.Tensor, torch.Tensor]]] = {}
         self.entry = VERIFIERS[config.verifier]
         self._state = state
         self.generator = torch.Generator(device="cpu")
@@ -109,6 +112,19 @@ class Run:
     def trace(self) -> Trace:
         return trace_of(self._state, self.pair.decode)
 
+    def fill_theory(self, index: int) -> StepRecord:
+        """Step `index`'s record with its exact and optimal acceptance computed now (lazy_theory runs: what a
+        view calls when it shows the step). Kept rows cover the last LAZY_THEORY_STEPS steps; an older or
+        already filled step comes back as it is."""
+        rows = self._theory_rows.pop(index, None)
+        record = self._state.steps[index]
+        if rows is None:
+            return record
+        record = recording.with_visit_theory(record, rows, self.entry)
+        steps = self._state.steps[:index] + (record,) + self._state.steps[index + 1:]
+        self._state = replace(self._state, steps=steps)
+        return record
+
     # ---- the step, as a story ---------------------------------------------------------------------
     def _draft_score_verify(self) -> tuple[StepRecord, list[int], DraftTree]:
         cfg, root = self.config, self._context()[-1]
@@ -137,8 +153,16 @@ class Run:
         if not cfg.record:
             return recording.bare_record(index, result, self.entry, times, self.pair.token_text)
         expected = expected_tokens(tree, p, q, self.entry)
+        if self.lazy_theory:
+            self._keep_theory_rows(index, [(i, p[node].clone(), q[node].clone())
+                                           for i, (node, _) in enumerate(result.visits)])
         return recording.step_record(index, tree, p, q, has_q, result, self.entry, expected, times,
-                                     cfg.top_n, self.pair.token_text)
+                                     cfg.top_n, self.pair.token_text, with_theory=not self.lazy_theory)
+
+    def _keep_theory_rows(self, index: int, rows: list) -> None:
+        self._theory_rows[index] = rows
+        while len(self._theory_rows) > LAZY_THEORY_STEPS:  # bounded memory: 2 [V] float64 rows per visit
+            self._theory_rows.pop(next(iter(self._theory_rows)))
 
     # ---- bookkeeping --------------------------------------------------------------------------------
     def _context(self) -> list[int]:
@@ -186,7 +210,7 @@ def encode(pair, config: DecodeConfig, prompt: str) -> list[int]:
     return ids
 
 
-def start(pair, config: DecodeConfig, prompt: str) -> Run:
+def start(pair, config: DecodeConfig, prompt: str, *, lazy_theory: bool = False) -> Run:
     ids = encode(pair, config, prompt)
     state = RunState(
         pair=pair.describe(),
@@ -199,11 +223,11 @@ def start(pair, config: DecodeConfig, prompt: str) -> Run:
         stop_reason=None,
         seconds=0.0,
     )
-    return Run(pair, config, state)
+    return Run(pair, config, state, lazy_theory=lazy_theory)
 
 
-def resume(pair, state: RunState) -> Run:
-    return Run(pair, DecodeConfig.from_dict(state.config), state)
+def resume(pair, state: RunState, *, lazy_theory: bool = False) -> Run:
+    return Run(pair, DecodeConfig.from_dict(state.config), state, lazy_theory=lazy_theory)
 
 
 def generate(pair, config: DecodeConfig, prompt: str) -> Trace:

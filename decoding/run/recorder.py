@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -110,11 +110,7 @@ def update_records(verdict: NodeVerdict, top_n: int, text: TokenText) -> tuple[U
 
 def visit_record(node, verdict, tree, p, q, entry, top_n, text, with_theory) -> VisitRecord:
     cands = tree.candidates(node)
-    alpha, stderr, optimal = None, 0.0, None
-    if with_theory:
-        acc = theory.acceptance(entry.name, p[node], q[node], len(cands))
-        alpha, stderr = acc.value, acc.stderr
-        optimal = theory.optimal_acceptance(p[node], q[node], len(cands), entry.law)
+    alpha, stderr, optimal = visit_theory(entry, p[node], q[node], len(cands)) if with_theory else (None, 0.0, None)
     return VisitRecord(
         node=node,
         candidates=tuple(cands),
@@ -127,6 +123,22 @@ def visit_record(node, verdict, tree, p, q, entry, top_n, text, with_theory) -> 
         alpha_stderr=stderr,
         alpha_optimal=optimal,
     )
+
+
+def visit_theory(entry, p_node: torch.Tensor, q_node: torch.Tensor, k: int) -> tuple[float, float, float]:
+    """(exact acceptance, its stderr, optimal acceptance for the law) of a node with k candidates: the
+    heavy part of a record (Monte Carlo / sorted scans over V for without-replacement laws at k >= 3)."""
+    acc = theory.acceptance(entry.name, p_node, q_node, k)
+    return acc.value, acc.stderr, theory.optimal_acceptance(p_node, q_node, k, entry.law)
+
+
+def with_visit_theory(record: StepRecord, rows: list[tuple[int, torch.Tensor, torch.Tensor]], entry) -> StepRecord:
+    """`record` with the theory of its visits filled in; rows: (visit index, p row [V], q row [V])."""
+    visits = list(record.visits)
+    for i, p_node, q_node in rows:
+        alpha, stderr, optimal = visit_theory(entry, p_node, q_node, len(visits[i].candidates))
+        visits[i] = replace(visits[i], alpha_exact=alpha, alpha_stderr=stderr, alpha_optimal=optimal)
+    return replace(record, visits=tuple(visits))
 
 
 def emitted_records(walk: Walk, text: TokenText) -> tuple[EmittedRecord, ...]:

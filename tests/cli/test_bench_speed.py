@@ -19,7 +19,7 @@ HF_METHODS = ("generate", "assisted", "prompt_lookup")
 CONFIGS = ("sd:1,1,1,1", "rrs_wor:3,2,2")
 CONFIG_FIELDS = {"label", "verifier", "tree", "temperature", "block_efficiency", "acceptance_by_depth",
                  "fast_vs_generate", "recorded_vs_generate", "fast_vs_assisted", "recorded_time_over_fast",
-                 "record_share_of_recorded"}
+                 "lazy_time_over_fast", "record_share_of_recorded"}
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +39,8 @@ def test_quick_json_has_every_field(quick):
                           "runs", "chart"}
     assert quick["unavailable"] == {}
     assert quick["settings"]["quick"] is True and quick["settings"]["command"].startswith("python -m decoding")
-    methods = set(HF_METHODS) | {f"specscope {path} {c}" for c in CONFIGS for path in ("fast", "recorded")}
+    paths = ("fast", "recorded", "recorded-lazy")
+    methods = set(HF_METHODS) | {f"specscope {path} {c}" for c in CONFIGS for path in paths}
     assert set(quick["tokens_per_second"]) == methods
     cases = 2 * 2 * 2  # --quick: 2 prompts x 2 repeats x temperatures 0 and 0.8
     assert len(quick["runs"]) == cases * len(methods)
