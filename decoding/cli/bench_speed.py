@@ -29,7 +29,7 @@ from decoding.cli.bench_speed_methods import HF_METHODS, Case, Unavailable, spec
 from decoding.run.config import DecodeConfig, parse_branching
 
 PROMPTS_FILE = Path(__file__).resolve().parents[2] / "assets" / "bench_prompts.json"
-QUICK = {"prompts": 2, "repeats": 2, "max_new_tokens": 16}
+QUICK = {"prompts": 2, "repeats": 2, "max_new_tokens": 12}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -45,7 +45,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--max-new-tokens", type=int, default=40)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
-    ap.add_argument("--quick", action="store_true", help="about a minute: 2 prompts, 2 repeats, 16 tokens")
+    ap.add_argument("--quick", action="store_true", help="about a minute: 2 prompts, 2 repeats, 12 tokens")
     ap.add_argument("--json", default=None, help="write every number to this JSON file")
     ap.add_argument("--chart", default=None, help="plotly chart HTML (default: next to --json, else none)")
     return ap

@@ -130,6 +130,9 @@ def markdown(result: dict) -> str:
                      f"{_fmt(c['fast_vs_assisted'])} | {ci} | {exact} | {depth} | "
                      f"{_fmt(c['recorded_time_over_fast'])} | {_fmt(c['lazy_time_over_fast'])} |")
     notes = [f"- {m}: unavailable ({why})" for m, why in result["unavailable"].items()]
+    base = result["tokens_per_second"].get("generate", {})
+    notes += [f"- plain generate() at T = {t}: {s['median']:.1f} tokens/s (median of {s['n']} runs)"
+              for t, s in base.items() if s]
     return "\n".join([f"`{result['settings']['command']}`", "", *head, *lines, *notes])
 
 

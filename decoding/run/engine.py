@@ -103,7 +103,7 @@ class Run:
             self._state,
             generated_ids=self._state.generated_ids + tuple(tokens),
             steps=self._state.steps + (record,) if self.config.record else self._state.steps,
-            rng_state=bytes(self.generator.get_state().tolist()),
+            rng_state=self.generator.get_state().numpy().tobytes(),
             stop_reason=reason,
             seconds=self._state.seconds + (time.perf_counter() - t_start),
         )
@@ -219,7 +219,7 @@ def start(pair, config: DecodeConfig, prompt: str, *, lazy_theory: bool = False)
         prompt_ids=tuple(ids),
         generated_ids=(),
         steps=(),
-        rng_state=bytes(make_generator(config.seed).get_state().tolist()),
+        rng_state=make_generator(config.seed).get_state().numpy().tobytes(),
         stop_reason=None,
         seconds=0.0,
     )
