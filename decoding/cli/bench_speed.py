@@ -39,7 +39,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--draft", default=None, help="with --pair custom: draft hub id or folder")
     ap.add_argument("--device", default="cpu", help="cpu, cuda, or auto")
     ap.add_argument("--configs", nargs="+", default=None,
-                    help="verifier:tree items, e.g. sd:1,1,1,1 rrs_wor:3,2,2 (default: FASTEST and rrs_wor:3,2,2)")
+                    help="verifier:tree[:adaptive] items, e.g. sd:1,1,1,1 sd:1,1,1,1:adaptive rrs_wor:3,2,2 "
+                         "(default: FASTEST and rrs_wor:3,2,2)")
     ap.add_argument("--temperatures", default="0,0.8", help="comma-separated temperatures")
     ap.add_argument("--prompts", type=int, default=4, help="how many prompts of assets/bench_prompts.json")
     ap.add_argument("--repeats", type=int, default=3)
@@ -57,13 +58,14 @@ def parse_configs(items: list[str] | None) -> dict[str, DecodeConfig]:
         from decoding.fastest import FASTEST
 
         fast = FASTEST[1]
-        items = [f"{fast.verifier}:{fast.shape_text()}", "rrs_wor:3,2,2"]
+        items = [f"{fast.verifier}:{fast.shape_text()}" + (":adaptive" if fast.adaptive else ""), "rrs_wor:3,2,2"]
     out = {}
     for item in items:
-        verifier, sep, tree = item.partition(":")
-        if not sep:
-            raise ValueError(f"a config is verifier:tree, e.g. sd:1,1,1,1; got {item!r}")
-        out[item] = DecodeConfig(verifier=verifier, branching=parse_branching(tree))
+        verifier, sep, rest = item.partition(":")
+        tree, _, flag = rest.partition(":")
+        if not sep or flag not in ("", "adaptive"):
+            raise ValueError(f"a config is verifier:tree[:adaptive], e.g. sd:1,1,1,1; got {item!r}")
+        out[item] = DecodeConfig(verifier=verifier, branching=parse_branching(tree), adaptive=flag == "adaptive")
     return out
 
 

@@ -30,6 +30,7 @@ class DecodeConfig:
     chat: bool = True
     top_n: int = 8  # how many tokens of p and q each node keeps in its record
     record: bool = True  # False: fast path, no per-node tests or theory (benchmarks)
+    adaptive: bool = False  # chains only: each step's length (1..len(branching)) chosen from past steps
 
     def __post_init__(self) -> None:
         from decoding.verify.registry import VERIFIERS  # registry import kept local: config is imported early
@@ -49,6 +50,8 @@ class DecodeConfig:
                 )
         elif not self.branching:
             raise ValueError("the tree needs at least one level, e.g. branching 3,2,2 or a chain 1,1,1,1")
+        if self.adaptive and (self.sequences or any(b != 1 for b in self.branching)):
+            raise ValueError("adaptive length needs a chain (branching 1,1,...,1): its length is what adapts")
         self._check_ranges()
 
     def _check_ranges(self) -> None:
@@ -104,7 +107,7 @@ class DecodeConfig:
     @staticmethod
     def from_dict(d: dict) -> DecodeConfig:
         d = dict(d)
-        d["branching"] = tuple(d.get("branching", (3, 2, 2)))
+        d["branching"] = tuple(d.get("branching", (3, 2, 2)))  # a missing `adaptive` (older traces): False
         return DecodeConfig(**d)
 
     def with_(self, **changes) -> DecodeConfig:

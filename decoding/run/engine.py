@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from decoding.models.target import score_tree
+from decoding.run import adaptive
 from decoding.run import recorder as recording
 from decoding.run.config import DecodeConfig
 from decoding.run.drafting import draft_tree
@@ -61,6 +62,7 @@ class Run:
         self.config = config
         self.lazy_theory = lazy_theory  # records leave alpha_exact/alpha_optimal None until fill_theory(index)
         self._theory_rows: dict[int, list[tuple[int, torch.Tensor, torch.Tensor]]] = {}
+        self.chain_stats = adaptive.ChainStats()  # past steps only: what config.adaptive decides from
         self.entry = VERIFIERS[config.verifier]
         self._state = state
         self.generator = torch.Generator(device="cpu")
@@ -126,8 +128,15 @@ class Run:
         return record
 
     # ---- the step, as a story ---------------------------------------------------------------------
+    def _step_config(self) -> DecodeConfig:
+        """This step's shape: the config's, or (adaptive) a chain length chosen from past steps only."""
+        if not self.config.adaptive:
+            return self.config
+        length = adaptive.chain_length(self.chain_stats, len(self.config.branching))
+        return self.config.with_(branching=(1,) * length)
+
     def _draft_score_verify(self) -> tuple[StepRecord, list[int], DraftTree]:
-        cfg, root = self.config, self._context()[-1]
+        cfg, root = self._step_config(), self._context()[-1]
         t0, f0 = time.perf_counter(), self.draft.forwards
         drafted = draft_tree(self.draft, root, cfg, self.entry, self.generator)
         draft_ms, draft_forwards = _ms_since(t0), self.draft.forwards - f0
@@ -143,6 +152,7 @@ class Run:
         verify_ms = _ms_since(t0)
 
         times = recording.StepTimes(draft_ms, target_ms, verify_ms, draft_forwards, target_forwards)
+        self.chain_stats.add(len(result.visits), len(result.path) - 1)
         t0 = time.perf_counter()
         record = self._record(drafted.tree, p, q, has_q, result, times)
         return replace(record, record_ms=_ms_since(t0)), list(result.tokens), drafted.tree
