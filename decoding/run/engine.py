@@ -16,9 +16,10 @@ import torch
 from decoding.models.target import score_tree
 from decoding.run import adaptive
 from decoding.run import recorder as recording
-from decoding.run.config import DecodeConfig
+from decoding.run.config import Branching, DecodeConfig
 from decoding.run.drafting import draft_tree
 from decoding.run.schema import RunSummary, StepRecord, Trace
+from decoding.run.scored import ScoredTree
 from decoding.verify.registry import VERIFIERS
 from decoding.verify.sampling import draw, make_generator, warp
 from decoding.verify.tree import DraftTree
@@ -133,7 +134,7 @@ class Run:
         if not self.config.adaptive:
             return self.config
         length = adaptive.chain_length(self.chain_stats, len(self.config.branching))
-        return self.config.with_(branching=(1,) * length)
+        return self.config.with_(shape=Branching((1,) * length))
 
     def _draft_score_verify(self) -> tuple[StepRecord, list[int], DraftTree]:
         cfg, root = self._step_config(), self._context()[-1]
@@ -148,26 +149,29 @@ class Run:
         t0 = time.perf_counter()
         p = warp(logits, cfg.temperature, cfg.top_k, cfg.top_p)  # [N, V] float64
         q, has_q = drafted.q_rows(p.shape[-1])  # [N, V], [N]
-        result = self.entry.judge(drafted.tree, p, q, self.generator)
+        scored = ScoredTree(drafted.tree, p, q, has_q)
+        result = self.entry.judge(scored.tree, scored.p, scored.q, self.generator)
         verify_ms = _ms_since(t0)
 
         times = recording.StepTimes(draft_ms, target_ms, verify_ms, draft_forwards, target_forwards)
         self.chain_stats.add(len(result.visits), len(result.path) - 1)
         t0 = time.perf_counter()
-        record = self._record(drafted.tree, p, q, has_q, result, times)
+        record = self._record(scored, result, times)
         return replace(record, record_ms=_ms_since(t0)), list(result.tokens), drafted.tree
 
-    def _record(self, tree: DraftTree, p, q, has_q, result: Walk, times) -> StepRecord:
+    def _record(self, scored: ScoredTree, result: Walk, times: recording.StepTimes) -> StepRecord:
         """The full record (nodes, tests, exact theory), or on the fast path only what was emitted."""
         cfg, index = self.config, len(self._state.steps)
         if not cfg.record:
             return recording.bare_record(index, result, self.entry, times, self.pair.token_text)
-        expected = expected_tokens(tree, p, q, self.entry)
+        expected = expected_tokens(scored.tree, scored.p, scored.q, self.entry)
         if self.lazy_theory:
-            self._keep_theory_rows(index, [(i, p[node].clone(), q[node].clone())
+            self._keep_theory_rows(index, [(i, scored.p[node].clone(), scored.q[node].clone())
                                            for i, (node, _) in enumerate(result.visits)])
-        return recording.step_record(index, tree, p, q, has_q, result, self.entry, expected, times,
-                                     cfg.top_n, self.pair.token_text, with_theory=not self.lazy_theory)
+        return recording.step_record(
+            scored, result, self.entry, index=index, expected=expected, times=times,
+            top_n=cfg.top_n, text=self.pair.token_text, with_theory=not self.lazy_theory,
+        )
 
     def _keep_theory_rows(self, index: int, rows: list) -> None:
         self._theory_rows[index] = rows
@@ -281,7 +285,7 @@ def trace_of(state: RunState, decode) -> Trace:
 
 def baseline(pair, prompt_ids: list[int], max_new_tokens: int, config: DecodeConfig | None = None) -> Baseline:
     """Plain autoregressive decoding with the target alone: one forward per token (same warp, seed)."""
-    cfg = config or DecodeConfig(verifier="sd", branching=(1,), temperature=0.0)
+    cfg = config or DecodeConfig(verifier="sd", shape=Branching((1,)), temperature=0.0)
     gen = make_generator(cfg.seed)
     target = pair.target_session()
     context = list(prompt_ids)

@@ -22,13 +22,10 @@ from decoding.verify.rules.common import (
     Final,
     Test,
     Update,
-    conditional_chain,
     final_residual,
     residual,
     restricted,
-    verify_chain,
 )
-from decoding.verify.verdict import NodeVerdict
 
 
 def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event]:
@@ -64,12 +61,3 @@ class _Undrawn:
         """[V] normalised law of the next draw (a fresh tensor: the update that shows it keeps it)."""
         return self.rest / self.mass
 
-
-def verify(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int], generator: torch.Generator) -> NodeVerdict:
-    """Recursive rejection sampling over without-replacement candidates, in draw order."""
-    return verify_chain(chain, p, q, candidates, generator)
-
-
-def conditional(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Exact accept [k] and residual [V]; depends on the identity and order of the candidates."""
-    return conditional_chain(chain, p, q, candidates)
