@@ -16,6 +16,7 @@ BENCHES = {
     "verifiers": "decoding.cli.bench_verifiers",
     "engine": "decoding.cli.bench_engine",
     "efficiency": "decoding.cli.bench_efficiency",
+    "speed": "decoding.cli.bench_speed",
 }
 
 

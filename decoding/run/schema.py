@@ -123,6 +123,12 @@ class StepRecord:
     verify_ms: float
     compare: CompareRecord | None = None  # several verifiers on this step (decoding/compare); None otherwise
     tree_events: tuple[TreeEventRecord, ...] = ()  # tree-level verifiers' story (empty for node-level ones)
+    record_ms: float = 0.0  # building this record (node records, exact theory, expected tokens): not decoding
+
+    @property
+    def decode_ms(self) -> float:
+        """The step's decoding time (draft + target + verify), what plain decoding is compared with."""
+        return self.draft_ms + self.target_ms + self.verify_ms
 
     @property
     def n_emitted(self) -> int:
