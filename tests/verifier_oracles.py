@@ -1,4 +1,4 @@
-"""Exact oracles for the verifier tests (VERIFIERS.md §11): no randomness, small vocabularies only.
+"""Exact oracles for the verifier tests (docs/verifiers.md §11): no randomness, small vocabularies only.
 
 - random and adversarial (p, q) pairs;
 - the output law of one node given its candidates, and its mixture over every candidate tuple;
@@ -36,7 +36,7 @@ def _dirichlet(generator: torch.Generator, V: int, concentration: float) -> torc
 
 
 def adversarial_pairs(V: int) -> list[tuple[str, torch.Tensor, torch.Tensor]]:
-    """VERIFIERS.md §11.1 item 6, for a vocabulary of V >= 3 tokens."""
+    """docs/verifiers.md §11.1 item 6, for a vocabulary of V >= 3 tokens."""
     ramp = torch.arange(1, V + 1, dtype=F64)
     flat = torch.ones(V, dtype=F64)
 
@@ -73,7 +73,7 @@ def output_law(accept: torch.Tensor, residual: torch.Tensor, xs: list[int]) -> t
 
 def tuple_laws(entry: Verifier) -> list[str]:
     """Candidate laws to test an entry under: "any" means any set, so both deterministic top-k and i.i.d."""
-    return ["topk", "iid"] if entry.law == "any" else [entry.law]
+    return ["topk", "iid"] if str(entry.law) == "any" else [str(entry.law)]
 
 
 def allowed_ks(entry: Verifier, law: str, V: int, k_max: int = 4) -> list[int]:

@@ -1,9 +1,9 @@
-"""Turn one step's tensors (tree, p, q, walk) into a plain StepRecord for the viz."""
+"""Turn one step's tensors (a ScoredTree and its Walk) into a plain StepRecord for the viz."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -17,10 +17,13 @@ from decoding.run.schema import (
     StepRecord,
     TestRecord,
     TokenProb,
+    TreeEventRecord,
     UpdateRecord,
     VisitRecord,
 )
+from decoding.run.scored import ScoredTree
 from decoding.verify import theory
+from decoding.verify.entry import Verifier
 from decoding.verify.tree import DraftTree
 from decoding.verify.verdict import NodeVerdict
 from decoding.verify.walk import Walk
@@ -65,12 +68,15 @@ def node_statuses(tree: DraftTree, walk: Walk) -> list[str]:
             rejected = {draws[t.candidate] for t in verdict.tests if not t.passed and 0 <= t.candidate < len(draws)}
         for child in rejected:
             status[child] = REJECTED
+    for node in getattr(walk, "rejected", ()):  # tree-level verifiers name the nodes they rejected
+        status[node] = REJECTED
     for node in walk.path[1:]:
         status[node] = ACCEPTED
     return status
 
 
-def node_records(tree, p, q, has_q, walk, top_n, text) -> tuple[NodeRecord, ...]:
+def node_records(scored: ScoredTree, walk: Walk, top_n: int, text: TokenText) -> tuple[NodeRecord, ...]:
+    tree, p, q, has_q = scored.tree, scored.p, scored.q, scored.has_q  # [N, V], [N, V], [N]
     status = node_statuses(tree, walk)
     out = []
     for n in range(len(tree)):
@@ -108,13 +114,11 @@ def update_records(verdict: NodeVerdict, top_n: int, text: TokenText) -> tuple[U
     )
 
 
-def visit_record(node, verdict, tree, p, q, entry, top_n, text, with_theory) -> VisitRecord:
-    cands = tree.candidates(node)
-    alpha, stderr, optimal = None, 0.0, None
-    if with_theory:
-        acc = theory.acceptance(entry.name, p[node], q[node], len(cands))
-        alpha, stderr = acc.value, acc.stderr
-        optimal = theory.optimal_acceptance(p[node], q[node], len(cands), entry.law)
+def visit_record(node: int, verdict: NodeVerdict, scored: ScoredTree, entry: Verifier, top_n: int,
+                 text: TokenText, with_theory: bool) -> VisitRecord:
+    p, q = scored.p, scored.q  # [N, V]
+    cands = scored.tree.candidates(node)
+    alpha, stderr, optimal = visit_theory(entry, p[node], q[node], len(cands)) if with_theory else (None, 0.0, None)
     return VisitRecord(
         node=node,
         candidates=tuple(cands),
@@ -129,23 +133,48 @@ def visit_record(node, verdict, tree, p, q, entry, top_n, text, with_theory) -> 
     )
 
 
+def tree_event_records(walk: Walk, top_n: int, text: TokenText) -> tuple[TreeEventRecord, ...]:
+    """A tree-level verifier's story as plain records (node-level walks have none)."""
+    out = []
+    for e in getattr(walk, "events", ()):
+        law = e.target if e.target is not None else e.draft
+        rows = top_tokens(law, e.draft if e.target is not None else None, top_n, text) if law is not None else ()
+        out.append(TreeEventRecord(e.kind, e.node, e.token, text(e.token), e.numerator, e.denominator, e.threshold,
+                                   e.uniform, e.passed, e.label, e.note, rows))
+    return tuple(out)
+def visit_theory(entry, p_node: torch.Tensor, q_node: torch.Tensor, k: int) -> tuple[float, float, float]:
+    """(exact acceptance, its stderr, optimal acceptance for the law) of a node with k candidates: the
+    heavy part of a record (Monte Carlo / sorted scans over V for without-replacement laws at k >= 3)."""
+    acc = theory.acceptance(entry.name, p_node, q_node, k)
+    return acc.value, acc.stderr, theory.optimal_acceptance(p_node, q_node, k, entry.law)
+
+
+def with_visit_theory(record: StepRecord, rows: list[tuple[int, torch.Tensor, torch.Tensor]], entry) -> StepRecord:
+    """`record` with the theory of its visits filled in; rows: (visit index, p row [V], q row [V])."""
+    visits = list(record.visits)
+    for i, p_node, q_node in rows:
+        alpha, stderr, optimal = visit_theory(entry, p_node, q_node, len(visits[i].candidates))
+        visits[i] = replace(visits[i], alpha_exact=alpha, alpha_stderr=stderr, alpha_optimal=optimal)
+    return replace(record, visits=tuple(visits))
+
+
 def emitted_records(walk: Walk, text: TokenText) -> tuple[EmittedRecord, ...]:
     nodes = list(walk.path[1:]) + [walk.path[-1]]  # accepted nodes, then the final token extends the last
     triples = zip(walk.tokens, walk.kinds, nodes, strict=True)
     return tuple(EmittedRecord(t, text(t), kind, node) for t, kind, node in triples)
 
 
-def step_record(index, tree, p, q, has_q, walk, entry, expected, times, top_n, text,
-                with_theory=True) -> StepRecord:
-    """Everything the viz shows about one step (p, q: [N, V] float64; has_q: [N] bool)."""
+def step_record(scored: ScoredTree, walk: Walk, entry: Verifier, *, index: int, expected: float | None,
+                times: StepTimes, top_n: int, text: TokenText, with_theory: bool = True) -> StepRecord:
+    """Everything the viz shows about one step: the scored tree, how `entry` walked it, and the bookkeeping."""
     visits = tuple(
-        visit_record(node, verdict, tree, p, q, entry, top_n, text, with_theory) for node, verdict in walk.visits
+        visit_record(node, verdict, scored, entry, top_n, text, with_theory) for node, verdict in walk.visits
     )
     return StepRecord(
         index=index,
         verifier=entry.name,
-        law=entry.law,
-        nodes=node_records(tree, p, q, has_q, walk, top_n, text),
+        law=str(entry.law),
+        nodes=node_records(scored, walk, top_n, text),
         visits=visits,
         accepted_path=walk.path,
         emitted=emitted_records(walk, text),
@@ -154,5 +183,17 @@ def step_record(index, tree, p, q, has_q, walk, entry, expected, times, top_n, t
         draft_forwards=times.draft_forwards,
         draft_ms=times.draft_ms,
         target_ms=times.target_ms,
+        verify_ms=times.verify_ms,
+        tree_events=tree_event_records(walk, top_n, text),
+    )
+
+
+def bare_record(index, walk: Walk, entry, times: StepTimes, text: TokenText) -> StepRecord:
+    """The fast path's record (config.record False): what the step emitted and what it cost, no per-node
+    records and no theory, so a benchmark times decoding rather than bookkeeping."""
+    return StepRecord(
+        index=index, verifier=entry.name, law=str(entry.law), nodes=(), visits=(), accepted_path=walk.path,
+        emitted=emitted_records(walk, text), expected_tokens=None, target_forwards=times.target_forwards,
+        draft_forwards=times.draft_forwards, draft_ms=times.draft_ms, target_ms=times.target_ms,
         verify_ms=times.verify_ms,
     )

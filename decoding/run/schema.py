@@ -16,6 +16,7 @@ from dataclasses import MISSING, dataclass, fields, is_dataclass
 from pathlib import Path
 from typing import Any, get_args, get_origin, get_type_hints
 
+from decoding.run.compare_schema import CompareRecord
 from decoding.verify.origins import BONUS, DRAFT, RESIDUAL, RESIDUAL_HIT  # noqa: F401 - re-exported for viz
 
 TRACE_FORMAT = "specscope-trace"
@@ -95,6 +96,25 @@ class EmittedRecord:
 
 
 @dataclass(frozen=True)
+class TreeEventRecord:
+    """One test of a tree-level verifier (block, traversal, typical_medusa), in the order it happened:
+    block "coin"/"tau", traversal "try"/"delete", typical_medusa "typical"/"choose", then "emit"."""
+
+    kind: str
+    node: int  # the tree node it is about
+    token: int
+    text: str
+    numerator: float | None
+    denominator: float | None
+    threshold: float | None  # the probability tested (h_i, w(leaf)) or the value computed
+    uniform: float | None  # the coin, when one was drawn
+    passed: bool | None
+    label: str  # what the numbers are
+    note: str  # why, in words
+    rows: tuple[TokenProb, ...] = ()  # updated target (p field) and draft (q field) rows, or the emission law
+
+
+@dataclass(frozen=True)
 class StepRecord:
     index: int
     verifier: str
@@ -109,6 +129,14 @@ class StepRecord:
     draft_ms: float
     target_ms: float
     verify_ms: float
+    compare: CompareRecord | None = None  # several verifiers on this step (decoding/compare); None otherwise
+    tree_events: tuple[TreeEventRecord, ...] = ()  # tree-level verifiers' story (empty for node-level ones)
+    record_ms: float = 0.0  # building this record (node records, exact theory, expected tokens): not decoding
+
+    @property
+    def decode_ms(self) -> float:
+        """The step's decoding time (draft + target + verify), what plain decoding is compared with."""
+        return self.draft_ms + self.target_ms + self.verify_ms
 
     @property
     def n_emitted(self) -> int:

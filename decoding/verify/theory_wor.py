@@ -1,4 +1,4 @@
-"""Acceptance of recursive rejection sampling without replacement (rrs_wor, VERIFIERS.md §4) at any V.
+"""Acceptance of recursive rejection sampling without replacement (rrs_wor, docs/verifiers.md §4) at any V.
 
 Structure used here [D, checked against enumeration in tests/test_theory.py]. After i rejections,
 
@@ -27,7 +27,7 @@ import math
 
 import torch
 
-from decoding.verify.theory import Acceptance
+from decoding.verify.acceptance import Acceptance
 
 MAX_PREFIXES = 65_536  # exact sum over at most this many candidate prefixes
 NEGLIGIBLE = 1e-12  # prefixes outside the head carrying at most this much are dropped (method stays exact)

@@ -1,4 +1,4 @@
-"""Importance-sampling selection + SD (Khisti et al., ICLR 2025, canonical form), VERIFIERS.md §7.2.
+"""Importance-sampling selection + SD (Khisti et al., ICLR 2025, canonical form), docs/verifiers.md §7.2.
 
 k i.i.d. candidates x_1..x_k ~ q. Step 1 (SIR) selects one index with probability proportional to
 its weight w(x_i) = p(x_i)/q(x_i). Step 2 is single-draft SD of the selected token y against p,
@@ -248,3 +248,8 @@ def conditional(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]) -> 
     if float(accept.sum()) >= 1.0:
         return accept, torch.zeros_like(p)
     return accept, final_residual(positive_part(p - law.full()), p)
+
+
+def acceptance(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
+    """alpha = sum_y min(p(y), r(y)), r the selected token's induced law (the very r the rule uses)."""
+    return float(torch.minimum(p, induced_law(p, q, k)).sum())

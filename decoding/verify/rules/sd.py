@@ -1,4 +1,4 @@
-"""Standard speculative sampling (Leviathan et al. 2023; Chen et al. 2023), VERIFIERS.md §2.
+"""Standard speculative sampling (Leviathan et al. 2023; Chen et al. 2023), docs/verifiers.md §2.
 
 One candidate x ~ q: accept with probability min(1, p(x)/q(x)), otherwise emit y ~ norm((p - q)_+).
 Acceptance is 1 - TV(p, q), the optimal single-draft value.
@@ -19,12 +19,9 @@ from decoding.verify.rules.common import (
     Final,
     Test,
     Update,
-    conditional_chain,
     final_residual,
     residual,
-    verify_chain,
 )
-from decoding.verify.verdict import NodeVerdict
 
 
 def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event]:
@@ -42,11 +39,6 @@ def skip_note(i: int, x: int, q: torch.Tensor) -> str:
     return f"candidate {i} (token {x}) has q(x) = 0: skipped (threshold 0)" if not float(q[x]) > 0 else ""
 
 
-def verify(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int], generator: torch.Generator) -> NodeVerdict:
-    """Test the single candidate against p/q; on rejection draw from norm((p - q)_+)."""
-    return verify_chain(chain, p, q, candidates, generator)
-
-
-def conditional(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
-    """accept [1] = min(1, p(x)/q(x)); residual [V] = norm((p - q)_+)."""
-    return conditional_chain(chain, p, q, candidates)
+def acceptance(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
+    """Closed form: alpha = sum min(p, q) = 1 - TV(p, q) (p, q float64, normalised)."""
+    return float(torch.minimum(p, q).sum())
