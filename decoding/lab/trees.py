@@ -82,9 +82,12 @@ def count_trees(entry: Verifier, language: TinyLanguage, shape: tuple[int, ...])
 
 
 def describe(tree: DraftTree, language: TinyLanguage) -> dict[str, list[str]]:
-    """{prefix text: candidate tokens in draw order} for every internal node ("" = the root)."""
+    """{node: candidate tokens in draw order} for every internal node. A node is named by its prefix text
+    ("<root>" for the root); siblings with the same token get their node id appended ("c #4")."""
     out: dict[str, list[str]] = {}
     for node in range(len(tree)):
         if not tree.is_leaf(node):
-            out[language.text(prefix_of(tree, node))] = [language.vocab[t] for t in tree.candidates(node)]
+            name = language.text(prefix_of(tree, node)) or "<root>"
+            name = f"{name} #{node}" if name in out else name
+            out[name] = [language.vocab[t] for t in tree.candidates(node)]
     return out
