@@ -4,7 +4,8 @@ With i.i.d. drafts the same token can be drawn twice. This version tests a repea
 and does not update the residual for the repeat ("it was already rejected, why test it again?").
 But each draw is a separate proposal from q: skipping its residual update leaves r too close to p, so
 tokens that the draft over-proposes come out too often. verify and conditional agree with each other,
-so the Monte-Carlo check passes; only the exact certificate catches it:
+so the Monte-Carlo check passes; only the exact certificate catches it (on 3+ tokens: with two, the
+residual after a rejection already excludes the repeated token, and the bug is harmless):
 
     python -m decoding certify --verifier-file assets/examples/wrong_verifier.py   # exit 3, TV > 0
 """
