@@ -172,3 +172,17 @@ def register_custom(path: str | Path, registry: dict[str, Verifier]) -> str:
 
 def is_custom(entry: object) -> bool:
     return bool(getattr(entry, "custom", False))
+
+
+def register_files(paths: list[str], registry: dict[str, Verifier]) -> tuple[list[str], list[str]]:
+    """The app's launch-time `--verifier-file` flags: (registered keys, one line per refused file).
+
+    A bad file never stops the launch: the built-ins are still served and the line is shown.
+    """
+    keys, problems = [], []
+    for path in paths:
+        try:
+            keys.append(register_custom(path, registry))
+        except CustomVerifierError as err:
+            problems.append(f"--verifier-file ignored: {err}")
+    return keys, problems
