@@ -445,7 +445,10 @@ def example_prompts() -> dict[str, list[str]]:
 
 
 def verifier_choices() -> list[tuple[str, str]]:
-    return [(f"{e.title} ({key})" + ("" if e.lossless else " — lossy"), key) for key, e in VERIFIERS.items()]
+    def badge(e) -> str:
+        return " — custom" if getattr(e, "custom", False) else ("" if e.lossless else " — lossy")
+
+    return [(f"{e.title} ({key})" + badge(e), key) for key, e in VERIFIERS.items()]
 
 
 def _controls_panel(default: Controls) -> dict[str, Any]:
@@ -513,6 +516,10 @@ def _extras_panel() -> dict[str, Any]:
                 e["export"] = gr.Button("Export the trace (JSON)", size="sm", elem_id="export-btn")
                 e["import"] = gr.UploadButton("Import a trace", file_types=[".json"], size="sm", elem_id="import-btn")
             e["file"] = gr.File(label="trace file", interactive=False, elem_id="trace-file")
+        with gr.Tab("Verifier lab"):
+            from ui import lab
+
+            lab.build(VERIFIERS)
         with gr.Tab("How to read this"):
             gr.Markdown(_help_text())
     return e
@@ -530,12 +537,14 @@ def _help_text() -> str:
     return "\n".join(line for line in section.splitlines() if not line.startswith("!["))
 
 
-def build_app(default_pair: str = "embedded") -> gr.Blocks:
+def build_app(default_pair: str = "embedded", notices: tuple[str, ...] = ()) -> gr.Blocks:
     default = replace(Controls(), pair=default_pair,
                       prompt=example_prompts()["toy" if default_pair == "toy" else "text"][0])
     with gr.Blocks(title="specscope", analytics_enabled=False) as demo:
         gr.Markdown("# specscope\nLive multi-candidate speculative decoding: a draft model (q) proposes a "
                     "tree of tokens, the target (p) scores it in one forward, a verifier accepts a path.")
+        if notices:  # launch-time problems, e.g. a refused --verifier-file
+            gr.Markdown("\n".join(f"⚠️ {n}" for n in notices), elem_id="launch-notices")
         state = gr.State(Session())
         with gr.Row():
             with gr.Column(scale=2, min_width=320):
@@ -587,6 +596,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="do not load the preselected pair in the background at start")
     parser.add_argument("--bench-step", type=int, default=0, metavar="N",
                         help="benchmark instead of serving: N Step clicks (3,2,2 tree) on --pair, timed")
+    parser.add_argument("--verifier-file", action="append", default=[], metavar="PATH",
+                        help="a local Python file with your own verifier (README); repeatable; registered at launch")
     return parser.parse_args(argv)
 
 
@@ -628,7 +639,12 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if args.device:
         os.environ["SPECSCOPE_DEVICE"] = args.device
-    demo = build_app(default_pair=args.pair)
+    from decoding.lab.custom import register_files
+
+    _, notices = register_files(args.verifier_file, VERIFIERS)  # explicit, once, before serving anyone
+    for notice in notices:
+        log.warning(notice)
+    demo = build_app(default_pair=args.pair, notices=tuple(notices))
     if not args.no_preload:
         threading.Thread(target=preload, args=(args.pair,), daemon=True, name="specscope-preload").start()
     demo.queue(max_size=64).launch(server_name=args.host, server_port=args.port, css=CSS, max_file_size="50mb",

@@ -135,11 +135,11 @@ def build(registry: Mapping[str, Verifier]) -> dict[str, Any]:
     with gr.Row():
         preset = gr.Dropdown(preset_names(), value=DEFAULT_PRESET, label="tiny language", elem_id="lab-preset")
         k = gr.Number(value=2, precision=0, minimum=1, maximum=MAX_K, label="k (candidates)", elem_id="lab-k")
-        samples = gr.Number(value=2000, precision=0, label="Monte-Carlo runs", elem_id="lab-samples")
+        samples = gr.Number(value=1000, precision=0, label="Monte-Carlo runs", elem_id="lab-samples")
     table = gr.Dataframe(value=table_of(load_preset(DEFAULT_PRESET)), headers=HEADERS, type="array",
                          interactive=True, label="p and q at the root (edit a cell)", elem_id="lab-table")
     verifiers = gr.CheckboxGroup(choices(registry), value=keys, label="verifiers", elem_id="lab-verifiers")
-    first = compute(registry, table_of(load_preset(DEFAULT_PRESET)), 2, keys, 2000)  # drawn once at build
+    first = compute(registry, table_of(load_preset(DEFAULT_PRESET)), 2, keys, 1000)  # drawn once at build
     notes = gr.Markdown(first[3], elem_id="lab-notes")
     node_plot = gr.Plot(first[0], label="output law vs p", elem_id="lab-node-plot")
     acc_plot = gr.Plot(first[1], label="acceptance vs alpha*", elem_id="lab-acceptance-plot")
@@ -159,8 +159,13 @@ def build(registry: Mapping[str, Verifier]) -> dict[str, Any]:
 
 
 def _wire(registry, preset, table, k, verifiers, samples, outs, seq) -> None:
-    def run(table_value, k_value, keys, n):
-        return compute(registry, table_value, k_value, keys, n)
+    drawn = gr.State(None)  # the inputs last drawn, per user: the table fires twice for one edit
+
+    def run(table_value, k_value, keys, n, last):
+        key = repr((_plain(table_value), k_value, keys, n))
+        if key == last:
+            return (*[gr.skip()] * len(outs), last)
+        return (*compute(registry, table_value, k_value, keys, n), key)
 
     def pick(name):
         try:
@@ -171,13 +176,19 @@ def _wire(registry, preset, table, k, verifiers, samples, outs, seq) -> None:
     def certify_click(name, table_value, key, shape_text):
         return certify_shape(registry, name, table_value, key, shape_text)
 
-    inputs = [table, k, verifiers, samples]
-    preset.change(pick, [preset], [table], show_progress="hidden")
-    table.change(run, inputs, list(outs), trigger_mode="always_last")
-    k.change(run, inputs, list(outs), trigger_mode="always_last")
-    verifiers.change(run, inputs, list(outs), trigger_mode="always_last")
+    inputs, outputs = [table, k, verifiers, samples, drawn], [*outs, drawn]
+    preset.change(pick, [preset], [table], show_progress="hidden").then(run, inputs, outputs)
+    table.input(run, inputs, outputs, trigger_mode="always_last")  # user edits only: a preset pick runs above
+    k.change(run, inputs, outputs, trigger_mode="always_last")
+    verifiers.change(run, inputs, outputs, trigger_mode="always_last")
     seq_key, shape, go_btn, seq_plot, seq_md = seq
     go_btn.click(certify_click, [preset, table, seq_key, shape], [seq_plot, seq_md])
+
+
+def _plain(table: Any) -> list:
+    """The table as plain nested lists of strings (a pandas frame or a list of lists)."""
+    rows = table.values.tolist() if hasattr(table, "values") else list(table or [])
+    return [[str(c) for c in r] for r in rows]
 
 
 def demo(registry: Mapping[str, Verifier]) -> gr.Blocks:

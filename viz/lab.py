@@ -76,6 +76,7 @@ def acceptance_figure(reports: Sequence[Any]) -> go.Figure:
     fig.add_scatter(y=names, x=[r.membership for r in reports], mode="markers", name="membership bound",
                     marker=dict(symbol="x", size=10, color=BOUND))
     fig.update_layout(height=140 + 40 * len(reports), xaxis=dict(range=[0, 1.05], title="P(accept) at the node"),
+                      yaxis=dict(autorange="reversed"),  # the verifiers in the order of the other views
                       margin=dict(l=40, r=20, t=30, b=40), template="plotly_white",
                       legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0))
     return fig
