@@ -73,7 +73,7 @@ def output_law(accept: torch.Tensor, residual: torch.Tensor, xs: list[int]) -> t
 
 def tuple_laws(entry: Verifier) -> list[str]:
     """Candidate laws to test an entry under: "any" means any set, so both deterministic top-k and i.i.d."""
-    return ["topk", "iid"] if entry.law == "any" else [entry.law]
+    return ["topk", "iid"] if str(entry.law) == "any" else [str(entry.law)]
 
 
 def allowed_ks(entry: Verifier, law: str, V: int, k_max: int = 4) -> list[int]:

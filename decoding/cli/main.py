@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from decoding.run.config import DecodeConfig, parse_branching
+from decoding.run.config import Branching, DecodeConfig, Sequences, parse_branching
 
 BENCHES = {
     "verifiers": "decoding.cli.bench_verifiers",
@@ -43,7 +43,7 @@ def _add_generate_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--draft", default=None, help="draft model: hub id or local folder (needs --target)")
     p.add_argument("--device", default="auto", help="auto (cuda, then mps, then cpu), cpu, cuda, mps")
     p.add_argument("--verifier", default=d.verifier, help=_verifier_help())
-    p.add_argument("--tree", default=",".join(map(str, d.branching)),
+    p.add_argument("--tree", default=d.shape_text(),
                    help="children per node at each depth, e.g. 3,2,2 or a chain 1,1,1,1")
     p.add_argument("--sequences", type=int, default=0, help="K independent draft sequences (instead of --tree)")
     p.add_argument("--depth", type=int, default=4, help="length of each sequence with --sequences")
@@ -65,13 +65,9 @@ def _verifier_help() -> str:
 
 
 def config_from_args(args: argparse.Namespace) -> DecodeConfig:
-    if args.sequences:
-        return DecodeConfig(verifier=args.verifier, branching=(1,), sequences=args.sequences, depth=args.depth,
-                            temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed,
-                            max_new_tokens=args.max_new_tokens, chat=args.chat)
-    return DecodeConfig(verifier=args.verifier, branching=parse_branching(args.tree),
-                        temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed,
-                        max_new_tokens=args.max_new_tokens, chat=args.chat)
+    shape = Sequences(args.sequences, args.depth) if args.sequences else Branching(parse_branching(args.tree))
+    return DecodeConfig(verifier=args.verifier, shape=shape, temperature=args.temperature, top_k=args.top_k,
+                        top_p=args.top_p, seed=args.seed, max_new_tokens=args.max_new_tokens, chat=args.chat)
 
 
 def run_generate(args: argparse.Namespace) -> int:

@@ -1,4 +1,4 @@
-"""A frozen, validated decoding configuration, plus named presets.
+"""A frozen, validated decoding configuration (its draft shape a type: Branching or Sequences), plus presets.
 
 Validation happens here, once, with messages a user can act on; the engine trusts a DecodeConfig.
 """
@@ -6,7 +6,7 @@ Validation happens here, once, with messages a user can act on; the engine trust
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 # Bounds that keep one step affordable on a shared CPU Space; raise them for local research runs.
 MAX_NODES = 128
@@ -17,11 +17,70 @@ MAX_TOP_N = 32
 
 
 @dataclass(frozen=True)
-class DecodeConfig:
+class Branching:
+    """A tree drafted level by level: a node at depth d draws levels[d] candidates with the verifier's law."""
+
+    levels: tuple[int, ...]
+
+    @property
+    def widths(self) -> tuple[int, ...]:
+        return self.levels
+
+    @property
+    def max_nodes(self) -> int:
+        total, width = 0, 1
+        for b in self.levels:
+            width *= b
+            total += width
+        return total
+
+    def text(self) -> str:
+        return ",".join(str(b) for b in self.levels)
+
+    def check(self) -> None:
+        if not self.levels:
+            raise ValueError("the tree needs at least one level, e.g. branching 3,2,2 or a chain 1,1,1,1")
+        if any(b < 1 or b > MAX_BRANCH for b in self.levels):
+            raise ValueError(f"each level's branching must be between 1 and {MAX_BRANCH}, got {self.levels}")
+
+
+@dataclass(frozen=True)
+class Sequences:
+    """K independent draft sequences of length `depth`, merged into a trie (children are i.i.d. draws)."""
+
+    k: int
+    depth: int
+
+    @property
+    def widths(self) -> tuple[int, ...]:
+        return (self.k,) * self.depth
+
+    @property
+    def max_nodes(self) -> int:
+        return self.k * self.depth
+
+    def text(self) -> str:
+        return f"{self.k} sequences x depth {self.depth}"
+
+    def check(self) -> None:
+        if self.depth < 1:
+            raise ValueError("--sequences needs --depth >= 1")
+
+
+Shape = Branching | Sequences
+
+
+def shape_of(branching=None, sequences: int = 0, depth: int = 0) -> Shape:
+    """The shape the flat keys of old callers and old traces describe (sequences > 0 wins)."""
+    if sequences:
+        return Sequences(int(sequences), int(depth))
+    return Branching(tuple(int(b) for b in (branching if branching is not None else (3, 2, 2))))
+
+
+@dataclass(frozen=True)
+class _Settings:
     verifier: str = "rrs_wor"
-    branching: tuple[int, ...] = (3, 2, 2)  # children per node at each depth (used when sequences == 0)
-    sequences: int = 0  # K > 0: K independent draft sequences of length `depth`, merged into a trie
-    depth: int = 0
+    shape: Shape = Branching((3, 2, 2))
     temperature: float = 0.8
     top_k: int = 0
     top_p: float = 1.0
@@ -36,24 +95,20 @@ class DecodeConfig:
 
         if self.verifier not in VERIFIERS:
             raise ValueError(f"unknown verifier {self.verifier!r}; choose one of: {', '.join(VERIFIERS)}")
+        if not isinstance(self.shape, Branching | Sequences):
+            raise ValueError(f"the draft shape must be Branching(levels) or Sequences(k, depth), got {self.shape!r}")
         entry = VERIFIERS[self.verifier]
+        self.shape.check()
         for k in self.level_widths:
             entry.check_k(k)
-        if self.sequences:
-            if self.depth < 1:
-                raise ValueError("--sequences needs --depth >= 1")
-            if entry.law not in ("iid", "any"):
-                raise ValueError(
-                    f"K independent sequences give i.i.d. candidates; verifier {self.verifier!r} needs "
-                    f"the {entry.law!r} law: use a branching tree (e.g. 3,2,2) instead"
-                )
-        elif not self.branching:
-            raise ValueError("the tree needs at least one level, e.g. branching 3,2,2 or a chain 1,1,1,1")
+        if isinstance(self.shape, Sequences) and not entry.law.iid_compatible:
+            raise ValueError(
+                f"K independent sequences give i.i.d. candidates; verifier {self.verifier!r} needs "
+                f"the {str(entry.law)!r} law: use a branching tree (e.g. 3,2,2) instead"
+            )
         self._check_ranges()
 
     def _check_ranges(self) -> None:
-        if any(b < 1 or b > MAX_BRANCH for b in self.branching):
-            raise ValueError(f"each level's branching must be between 1 and {MAX_BRANCH}, got {self.branching}")
         if self.tree_depth > MAX_DEPTH:
             raise ValueError(f"tree depth {self.tree_depth} exceeds the limit of {MAX_DEPTH}")
         if self.max_tree_nodes > MAX_NODES:
@@ -71,41 +126,62 @@ class DecodeConfig:
         if not 0 <= self.seed < 2**63:
             raise ValueError(f"seed must be a non-negative integer below 2^63, got {self.seed}")
 
+
+class DecodeConfig(_Settings):
+    """A validated configuration: the verifier, the draft `shape` (Branching or Sequences), the warp, the seed.
+
+    The flat keywords of older callers, `branching=`, `sequences=` and `depth=`, still build the
+    shape (DecodeConfig(sequences=4, depth=4) is DecodeConfig(shape=Sequences(4, 4))), and the JSON
+    keeps those flat keys, so old traces load and old readers keep working.
+    """
+
+    def __init__(self, *args, branching=None, sequences: int = 0, depth: int = 0, **settings) -> None:
+        if branching is not None or sequences or depth:
+            if "shape" in settings:
+                raise ValueError("give the draft shape once: shape=, or branching= / sequences= and depth=")
+            settings["shape"] = shape_of(branching, sequences, depth)
+        super().__init__(*args, **settings)
+
     @property
     def tree_depth(self) -> int:
-        return self.depth if self.sequences else len(self.branching)
+        return len(self.level_widths)
 
     @property
     def level_widths(self) -> tuple[int, ...]:
         """Largest number of candidates at a node of each depth."""
-        return (self.sequences,) * self.depth if self.sequences else self.branching
+        return self.shape.widths
 
     @property
     def max_tree_nodes(self) -> int:
         """Upper bound on drafted nodes (root excluded)."""
-        if self.sequences:
-            return self.sequences * self.depth
-        total, width = 0, 1
-        for b in self.branching:
-            width *= b
-            total += width
-        return total
+        return self.shape.max_nodes
+
+    # flat views of the shape, as the JSON writes them (0 / () where the shape has no such key)
+    @property
+    def branching(self) -> tuple[int, ...]:
+        return self.shape.levels if isinstance(self.shape, Branching) else ()
+
+    @property
+    def sequences(self) -> int:
+        return self.shape.k if isinstance(self.shape, Sequences) else 0
+
+    @property
+    def depth(self) -> int:
+        return self.shape.depth if isinstance(self.shape, Sequences) else 0
 
     def shape_text(self) -> str:
-        if self.sequences:
-            return f"{self.sequences} sequences x depth {self.depth}"
-        return ",".join(str(b) for b in self.branching)
+        return self.shape.text()
 
     def to_dict(self) -> dict:
-        d = asdict(self)
-        d["branching"] = list(self.branching)
-        return d
+        flat = {"verifier": self.verifier, "branching": list(self.branching), "sequences": self.sequences,
+                "depth": self.depth}  # the keys and order traces have always had
+        return {**flat, **{f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("verifier", "shape")}}
 
     @staticmethod
     def from_dict(d: dict) -> DecodeConfig:
         d = dict(d)
-        d["branching"] = tuple(d.get("branching", (3, 2, 2)))
-        return DecodeConfig(**d)
+        shape = shape_of(d.pop("branching", None), d.pop("sequences", 0), d.pop("depth", 0))
+        return DecodeConfig(shape=shape, **d)
 
     def with_(self, **changes) -> DecodeConfig:
         return replace(self, **changes)
@@ -122,9 +198,9 @@ def parse_branching(text: str) -> tuple[int, ...]:
 def presets() -> dict[str, DecodeConfig]:
     """Named starting points for demos (built on call: they validate against the registry)."""
     return {
-        "chain of 4 (standard SD)": DecodeConfig(verifier="sd", branching=(1, 1, 1, 1)),
-        "3,2,2 tree, RRS without replacement": DecodeConfig(verifier="rrs_wor", branching=(3, 2, 2)),
-        "4 sequences x depth 4, SpecTr": DecodeConfig(verifier="spectr", sequences=4, depth=4),
-        "binary tree depth 3, SpecHub": DecodeConfig(verifier="spechub", branching=(2, 2, 2)),
+        "chain of 4 (standard SD)": DecodeConfig(verifier="sd", shape=Branching((1, 1, 1, 1))),
+        "3,2,2 tree, RRS without replacement": DecodeConfig(verifier="rrs_wor", shape=Branching((3, 2, 2))),
+        "4 sequences x depth 4, SpecTr": DecodeConfig(verifier="spectr", shape=Sequences(4, 4)),
+        "binary tree depth 3, SpecHub": DecodeConfig(verifier="spechub", shape=Branching((2, 2, 2))),
         "greedy (T = 0), 3,2,2": DecodeConfig(verifier="greedy", temperature=0.0),
     }

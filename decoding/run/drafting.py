@@ -5,10 +5,10 @@ depth D costs D draft forwards; leaves get no q. The q rows are the warped draft
 candidates were actually drawn from (the same `warp` as the target, VERIFIERS.md §13.1).
 
 Two shapes:
-- branching (config.branching, e.g. (3, 2, 2)): a node at depth d draws branching[d] candidates
+- Branching (config.shape.levels, e.g. (3, 2, 2)): a node at depth d draws branching[d] candidates
   with `entry.sample` (iid, without replacement, hub, top-k plus random, or deterministic top-k);
   each draw is its own child (duplicates included);
-- sequences (config.sequences = K, config.depth = L): K independent draft sequences merged into a
+- Sequences (config.shape.k = K, config.shape.depth = L): K independent draft sequences merged into a
   trie. The root draws K i.i.d. tokens; a node reached by m draws draws m i.i.d. tokens (the next
   tokens of the m sequences through it, i.i.d. given the shared prefix); draws of one token share
   a child, and every draw is kept in the node's draw list.
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from decoding.models.treelm import TreeLM
-from decoding.run.config import DecodeConfig
+from decoding.run.config import DecodeConfig, Sequences
 from decoding.verify import laws, sampling
 from decoding.verify.entry import Verifier
 from decoding.verify.tree import DraftTree
@@ -72,8 +72,8 @@ def draft_tree(draft: TreeLM, root_token: int, config: DecodeConfig, entry: Veri
 
 def _draw_at(tree: DraftTree, node: int, q_node: torch.Tensor, depth: int, config: DecodeConfig,
              entry: Verifier, generator: torch.Generator) -> DraftTree:
-    if config.sequences:
-        m = config.sequences if node == 0 else tree.draws[tree.parents[node]].count(node)
-        return tree.add_draws(node, laws.sample("iid", q_node, m, generator), merge=True)
-    tokens = entry.sample(q_node, config.branching[depth], generator)
+    if isinstance(config.shape, Sequences):
+        m = config.shape.k if node == 0 else tree.draws[tree.parents[node]].count(node)
+        return tree.add_draws(node, laws.IID_LAW.sample(q_node, m, generator), merge=True)
+    tokens = entry.sample(q_node, config.shape.levels[depth], generator)
     return tree.add_draws(node, tokens, merge=False)

@@ -15,9 +15,10 @@ import torch
 
 from decoding.models.target import score_tree
 from decoding.run import recorder as recording
-from decoding.run.config import DecodeConfig
+from decoding.run.config import Branching, DecodeConfig
 from decoding.run.drafting import draft_tree
 from decoding.run.schema import RunSummary, StepRecord, Trace
+from decoding.run.scored import ScoredTree
 from decoding.verify.registry import VERIFIERS
 from decoding.verify.sampling import draw, make_generator, warp
 from decoding.verify.tree import DraftTree
@@ -123,19 +124,19 @@ class Run:
         t0 = time.perf_counter()
         p = warp(logits, cfg.temperature, cfg.top_k, cfg.top_p)  # [N, V] float64
         q, has_q = drafted.q_rows(p.shape[-1])  # [N, V], [N]
-        result = self.entry.judge(drafted.tree, p, q, self.generator)
+        scored = ScoredTree(drafted.tree, p, q, has_q)
+        result = self.entry.judge(scored.tree, scored.p, scored.q, self.generator)
         verify_ms = _ms_since(t0)
 
         times = recording.StepTimes(draft_ms, target_ms, verify_ms, draft_forwards, target_forwards)
-        record = self._record(drafted.tree, p, q, has_q, result, times)
-        return record, list(result.tokens), drafted.tree
+        return self._record(scored, result, times), list(result.tokens), drafted.tree
 
-    def _record(self, tree: DraftTree, p, q, has_q, result: Walk, times) -> StepRecord:
+    def _record(self, scored: ScoredTree, result: Walk, times: recording.StepTimes) -> StepRecord:
         cfg = self.config
-        expected = expected_tokens(tree, p, q, self.entry) if cfg.record else None
+        expected = expected_tokens(scored.tree, scored.p, scored.q, self.entry) if cfg.record else None
         return recording.step_record(
-            len(self._state.steps), tree, p, q, has_q, result, self.entry, expected, times,
-            cfg.top_n, self.pair.token_text, with_theory=cfg.record,
+            scored, result, self.entry, index=len(self._state.steps), expected=expected, times=times,
+            top_n=cfg.top_n, text=self.pair.token_text, with_theory=cfg.record,
         )
 
     # ---- bookkeeping --------------------------------------------------------------------------------
@@ -245,7 +246,7 @@ def trace_of(state: RunState, decode) -> Trace:
 
 def baseline(pair, prompt_ids: list[int], max_new_tokens: int, config: DecodeConfig | None = None) -> Baseline:
     """Plain autoregressive decoding with the target alone: one forward per token (same warp, seed)."""
-    cfg = config or DecodeConfig(verifier="sd", branching=(1,), temperature=0.0)
+    cfg = config or DecodeConfig(verifier="sd", shape=Branching((1,)), temperature=0.0)
     gen = make_generator(cfg.seed)
     target = pair.target_session()
     context = list(prompt_ids)

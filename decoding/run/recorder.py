@@ -1,4 +1,4 @@
-"""Turn one step's tensors (tree, p, q, walk) into a plain StepRecord for the viz."""
+"""Turn one step's tensors (a ScoredTree and its Walk) into a plain StepRecord for the viz."""
 
 from __future__ import annotations
 
@@ -20,7 +20,9 @@ from decoding.run.schema import (
     UpdateRecord,
     VisitRecord,
 )
+from decoding.run.scored import ScoredTree
 from decoding.verify import theory
+from decoding.verify.entry import Verifier
 from decoding.verify.tree import DraftTree
 from decoding.verify.verdict import NodeVerdict
 from decoding.verify.walk import Walk
@@ -70,7 +72,8 @@ def node_statuses(tree: DraftTree, walk: Walk) -> list[str]:
     return status
 
 
-def node_records(tree, p, q, has_q, walk, top_n, text) -> tuple[NodeRecord, ...]:
+def node_records(scored: ScoredTree, walk: Walk, top_n: int, text: TokenText) -> tuple[NodeRecord, ...]:
+    tree, p, q, has_q = scored.tree, scored.p, scored.q, scored.has_q  # [N, V], [N, V], [N]
     status = node_statuses(tree, walk)
     out = []
     for n in range(len(tree)):
@@ -108,8 +111,10 @@ def update_records(verdict: NodeVerdict, top_n: int, text: TokenText) -> tuple[U
     )
 
 
-def visit_record(node, verdict, tree, p, q, entry, top_n, text, with_theory) -> VisitRecord:
-    cands = tree.candidates(node)
+def visit_record(node: int, verdict: NodeVerdict, scored: ScoredTree, entry: Verifier, top_n: int,
+                 text: TokenText, with_theory: bool) -> VisitRecord:
+    p, q = scored.p, scored.q  # [N, V]
+    cands = scored.tree.candidates(node)
     alpha, stderr, optimal = None, 0.0, None
     if with_theory:
         acc = theory.acceptance(entry.name, p[node], q[node], len(cands))
@@ -135,17 +140,17 @@ def emitted_records(walk: Walk, text: TokenText) -> tuple[EmittedRecord, ...]:
     return tuple(EmittedRecord(t, text(t), kind, node) for t, kind, node in triples)
 
 
-def step_record(index, tree, p, q, has_q, walk, entry, expected, times, top_n, text,
-                with_theory=True) -> StepRecord:
-    """Everything the viz shows about one step (p, q: [N, V] float64; has_q: [N] bool)."""
+def step_record(scored: ScoredTree, walk: Walk, entry: Verifier, *, index: int, expected: float | None,
+                times: StepTimes, top_n: int, text: TokenText, with_theory: bool = True) -> StepRecord:
+    """Everything the viz shows about one step: the scored tree, how `entry` walked it, and the bookkeeping."""
     visits = tuple(
-        visit_record(node, verdict, tree, p, q, entry, top_n, text, with_theory) for node, verdict in walk.visits
+        visit_record(node, verdict, scored, entry, top_n, text, with_theory) for node, verdict in walk.visits
     )
     return StepRecord(
         index=index,
         verifier=entry.name,
-        law=entry.law,
-        nodes=node_records(tree, p, q, has_q, walk, top_n, text),
+        law=str(entry.law),
+        nodes=node_records(scored, walk, top_n, text),
         visits=visits,
         accepted_path=walk.path,
         emitted=emitted_records(walk, text),

@@ -4,20 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from functools import partial
+from types import ModuleType
 
 import torch
 
 from decoding.verify import laws
+from decoding.verify.rules.common import conditional_chain, verify_chain
 from decoding.verify.step_law import Outcome, node_level_law
 from decoding.verify.tree import DraftTree
 from decoding.verify.verdict import NodeVerdict
-
-if TYPE_CHECKING:
-    from decoding.verify.walk import Walk
+from decoding.verify.walk import Walk, walk
 
 VerifyFn = Callable[[torch.Tensor, torch.Tensor, Sequence[int], torch.Generator], NodeVerdict]
 ConditionalFn = Callable[[torch.Tensor, torch.Tensor, Sequence[int]], tuple[torch.Tensor, torch.Tensor]]
+AcceptanceFn = Callable[[torch.Tensor, torch.Tensor, int], float]
 
 
 @dataclass(frozen=True)
@@ -29,24 +30,38 @@ class Verifier:
     conditional(p, q, candidates) -> (accept [k], residual [V])
         accept[i]: exact probability that candidate i is accepted given the candidates;
         residual: law of the emitted token when none is accepted (zeros if that never happens).
+    acceptance(p, q, k) -> float, optional
+        the closed-form P(some candidate accepted), averaged over the candidate law (float64,
+        normalised p and q); None where no closed form exists (theory enumerates or samples).
     """
 
     name: str
     title: str
     lossless: bool
-    law: str
+    law: laws.Law  # a law's name is accepted and looked up (laws.get)
     max_candidates: int | None
     description: str
     paper: str
     verify: VerifyFn
     conditional: ConditionalFn
+    acceptance: AcceptanceFn | None = None
 
     level = "node"  # a tree-level verifier (block, traversal) judges a whole tree at once
 
+    @classmethod
+    def from_rule(cls, rule: ModuleType, **metadata) -> Verifier:
+        """An entry from a rule module: `verify`/`conditional` come from its `chain` of events
+        (rules/common.py runs or sums it) unless it defines them itself; `acceptance` if it has one."""
+        verify = getattr(rule, "verify", None) or partial(verify_chain, rule.chain)
+        conditional = getattr(rule, "conditional", None) or partial(conditional_chain, rule.chain)
+        acceptance = getattr(rule, "acceptance", None)
+        return cls(verify=verify, conditional=conditional, acceptance=acceptance, **metadata)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "law", laws.get(self.law))
+
     def judge(self, tree: DraftTree, p: torch.Tensor, q: torch.Tensor, generator: torch.Generator) -> Walk:
         """Verify a whole drafted tree (p, q: [N, V]): the walk lifts this node-level rule to the tree."""
-        from decoding.verify.walk import walk  # the walk module imports this one
-
         return walk(tree, p, q, self, generator)
 
     def step_law(self, tree: DraftTree, p: torch.Tensor, q: torch.Tensor) -> list[Outcome]:
@@ -56,7 +71,7 @@ class Verifier:
     def sample(self, q: torch.Tensor, k: int, generator: torch.Generator) -> list[int]:
         """k candidates from q with this verifier's candidate law, in draw order."""
         self.check_k(k)
-        return laws.sample(self.law, q, k, generator)
+        return self.law.sample(q, k, generator)
 
     def check_k(self, k: int) -> None:
         """Refuse a candidate count this verifier is not defined for, with a clear message."""

@@ -1,20 +1,26 @@
-"""Candidate laws: how the k children of a node are drawn from q, and their exact tuple probabilities.
+"""Candidate laws: how the k children of a node are drawn from q, as objects.
 
-Every law returns candidates in draw order, the order verifiers read them (VERIFIERS.md F5).
-`enumerate_tuples` is the oracle used by the exactness tests and by `theory`: every ordered
-tuple the law can produce, with its probability (small V only).
+A `Law` knows everything about its draws that does not depend on a verifier: how to sample k
+candidates (`sample`), every ordered tuple with its exact probability (`enumerate`, the oracle of
+the exactness tests and of `theory`; small V only), how many tuples that walk visits (`count`),
+which k it can produce (`check_k`) and the inclusion probabilities P(x ∈ x̄) (`inclusion`, the
+membership bound's input). One instance per law; `get(name)` looks one up, `str(law)` is its name,
+which is what traces and the JSON keep. Every law returns candidates in draw order, the order
+verifiers read them (docs/verifiers.md, "Candidate laws").
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterator
 
 import torch
 
 from decoding.verify.sampling import draw
+from decoding.verify.theory_race import wor_inclusion
 
-LAWS = ("iid", "without_replacement", "hub", "topk_plus_random", "topk", "any")
+Tuples = Iterator[tuple[tuple[int, ...], float]]
 
 
 def top_order(q: torch.Tensor, m: int | None = None) -> list[int]:
@@ -49,66 +55,6 @@ def _draw_excluding(q: torch.Tensor, excluded: list[int], generator: torch.Gener
     return draw(w, generator)
 
 
-def sample(law: str, q: torch.Tensor, k: int, generator: torch.Generator) -> list[int]:
-    """k candidates drawn from q [V] with `law`, in draw order. "any" draws deterministic top-k."""
-    check_k(law, q, k)
-    if law == "iid":
-        return [draw(q, generator) for _ in range(k)]
-    if law == "without_replacement":
-        drawn: list[int] = []
-        for _ in range(k):
-            drawn.append(_draw_excluding(q, drawn, generator))
-        return drawn
-    if law == "hub":
-        a = hub(q)
-        x1 = draw(q, generator)
-        if k == 1:
-            return [x1]
-        return [x1, _draw_excluding(q, [a], generator)] if x1 == a else [x1, a]
-    if law == "topk_plus_random":
-        top = top_order(q, k - 1)
-        return top + [_draw_excluding(q, top, generator)]
-    if law in ("topk", "any"):
-        return top_order(q, k)
-    raise ValueError(f"unknown candidate law {law!r}; known: {', '.join(LAWS)}")
-
-
-def check_k(law: str, q: torch.Tensor, k: int) -> None:
-    """Refuse a candidate count the law cannot produce, with a readable message."""
-    if k < 1:
-        raise ValueError(f"need at least one candidate, got k={k}")
-    if law == "hub" and k > 2:
-        raise ValueError(f"the hub law (SpecHub) is defined for k <= 2 candidates, got k={k}")
-    if law != "iid" and k > q.shape[-1]:
-        raise ValueError(f"law {law!r} draws distinct tokens: k={k} exceeds the vocabulary ({q.shape[-1]})")
-
-
-def enumerate_tuples(law: str, q: torch.Tensor, k: int) -> Iterator[tuple[tuple[int, ...], float]]:
-    """Every ordered candidate tuple of `law` with its probability (probabilities sum to 1)."""
-    check_k(law, q, k)
-    q = q.to(torch.float64)
-    V = q.shape[0]
-    if law == "iid":
-        for xs in itertools.product(range(V), repeat=k):
-            prob = 1.0
-            for x in xs:
-                prob *= float(q[x])
-            if prob > 0:
-                yield xs, prob
-    elif law == "without_replacement":
-        yield from _enumerate_wor(q, k)
-    elif law == "hub":
-        yield from _enumerate_hub(q, k)
-    elif law == "topk_plus_random":
-        top = top_order(q, k - 1)
-        for x, prob in _restricted(q, top):
-            yield tuple(top) + (x,), prob
-    elif law in ("topk", "any"):
-        yield tuple(top_order(q, k)), 1.0
-    else:
-        raise ValueError(f"unknown candidate law {law!r}")
-
-
 def _restricted(q: torch.Tensor, excluded: list[int]) -> Iterator[tuple[int, float]]:
     """The law of _draw_excluding: q restricted to the rest, or uniform over it when it has no mass."""
     rest = [x for x in range(q.shape[0]) if x not in excluded]
@@ -119,24 +65,229 @@ def _restricted(q: torch.Tensor, excluded: list[int]) -> Iterator[tuple[int, flo
             yield x, prob
 
 
-def _enumerate_wor(q: torch.Tensor, k: int, prefix: tuple[int, ...] = (), prob: float = 1.0):
-    if len(prefix) == k:
-        yield prefix, prob
-        return
-    for x, px in _restricted(q, list(prefix)):
-        yield from _enumerate_wor(q, k, prefix + (x,), prob * px)
+def _fixed_plus_random(q: torch.Tensor, fixed: list[int]) -> torch.Tensor:
+    """P(x ∈ x̄) [V] when the tuple is `fixed` plus one draw from q restricted to the rest.
+
+    The rest is drawn from q(x)/(1 − q(T)), or uniformly when q(T) = 1 (_draw_excluding).
+    """
+    rest = torch.ones_like(q, dtype=torch.bool)
+    rest[fixed] = False
+    mass = float(q[rest].sum())  # summed over the rest, not 1 − q(T), to keep small masses exact
+    if mass > 0:
+        pi = torch.where(rest, q / mass, torch.zeros_like(q))
+    else:
+        pi = rest.to(q.dtype) / max(1.0, float(rest.sum()))
+    pi[fixed] = 1.0
+    return pi
 
 
-def _enumerate_hub(q: torch.Tensor, k: int):
-    a = hub(q)
-    for x1 in range(q.shape[0]):
-        p1 = float(q[x1])
-        if p1 <= 0:
-            continue
+class Law:
+    """One candidate law. Subclasses fill in the draws; the checks and the name live here.
+
+    distinct: the law never repeats a token (so k ≤ V); max_k: the largest k it is defined for;
+    iid_compatible: i.i.d. draws from q are valid candidates for it (K independent draft sequences
+    produce i.i.d. children, so only such laws can verify a K-sequence trie).
+    """
+
+    name: str = ""
+    distinct: bool = True
+    max_k: int | None = None
+    iid_compatible: bool = False
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"laws.get({self.name!r})"
+
+    def check_k(self, q: torch.Tensor, k: int) -> None:
+        """Refuse a candidate count the law cannot produce, with a readable message."""
+        if k < 1:
+            raise ValueError(f"need at least one candidate, got k={k}")
+        if self.max_k is not None and k > self.max_k:
+            raise ValueError(f"the {self.name} law is defined for k <= {self.max_k} candidates, got k={k}")
+        if self.distinct and k > q.shape[-1]:
+            raise ValueError(f"law {self.name!r} draws distinct tokens: k={k} exceeds the vocabulary ({q.shape[-1]})")
+
+    def sample(self, q: torch.Tensor, k: int, generator: torch.Generator) -> list[int]:
+        """k candidates drawn from q [V], in draw order."""
+        self.check_k(q, k)
+        return self._sample(q, k, generator)
+
+    def enumerate(self, q: torch.Tensor, k: int) -> Tuples:
+        """Every ordered candidate tuple with its probability (probabilities sum to 1)."""
+        self.check_k(q, k)
+        return self._enumerate(q.to(torch.float64), k)
+
+    def inclusion(self, q: torch.Tensor, k: int) -> torch.Tensor:
+        """π(x) = P(x ∈ x̄) [V] for k candidates from q (q float64, normalised)."""
+        self.check_k(q, k)
+        return self._inclusion(q, k)
+
+    def count(self, V: int, k: int) -> int:
+        """How many ordered tuples `enumerate` walks through (before dropping zero weights)."""
+        raise NotImplementedError
+
+    def _sample(self, q: torch.Tensor, k: int, generator: torch.Generator) -> list[int]:
+        raise NotImplementedError
+
+    def _enumerate(self, q: torch.Tensor, k: int) -> Tuples:
+        raise NotImplementedError
+
+    def _inclusion(self, q: torch.Tensor, k: int) -> torch.Tensor:
+        raise NotImplementedError
+
+
+class IID(Law):
+    """k independent draws from q; repeats allowed."""
+
+    name, distinct, iid_compatible = "iid", False, True
+
+    def count(self, V: int, k: int) -> int:
+        return V**k
+
+    def _sample(self, q, k, generator):
+        return [draw(q, generator) for _ in range(k)]
+
+    def _enumerate(self, q, k):
+        for xs in itertools.product(range(q.shape[0]), repeat=k):
+            prob = math.prod(float(q[x]) for x in xs)
+            if prob > 0:
+                yield xs, prob
+
+    def _inclusion(self, q, k):
+        return -torch.expm1(k * torch.log1p(-q.clamp(max=1.0)))  # 1 − (1 − q)^k
+
+
+class WithoutReplacement(Law):
+    """Sequential draws from q restricted to the undrawn tokens; uniform on them once q's support is used up."""
+
+    name = "without_replacement"
+
+    def count(self, V: int, k: int) -> int:
+        return math.perm(V, k)
+
+    def _sample(self, q, k, generator):
+        drawn: list[int] = []
+        for _ in range(k):
+            drawn.append(_draw_excluding(q, drawn, generator))
+        return drawn
+
+    def _enumerate(self, q, k, prefix: tuple[int, ...] = (), prob: float = 1.0):
+        if len(prefix) == k:
+            yield prefix, prob
+            return
+        for x, px in _restricted(q, list(prefix)):
+            yield from self._enumerate(q, k, prefix + (x,), prob * px)
+
+    def _inclusion(self, q, k):
+        return wor_inclusion(q, k)  # exact, through the exponential race (theory_race)
+
+
+class Hub(Law):
+    """SpecHub's pair: x1 ~ q; then the hub a = argmax q, or (when x1 = a) a draw from q without a."""
+
+    name, max_k = "hub", 2
+
+    def count(self, V: int, k: int) -> int:
+        return 2 * V
+
+    def _sample(self, q, k, generator):
+        a, x1 = hub(q), draw(q, generator)
         if k == 1:
-            yield (x1,), p1
-        elif x1 == a:
-            for x2, p2 in _restricted(q, [a]):
-                yield (x1, x2), p1 * p2
-        else:
-            yield (x1, a), p1
+            return [x1]
+        return [x1, _draw_excluding(q, [a], generator)] if x1 == a else [x1, a]
+
+    def _enumerate(self, q, k):
+        a = hub(q)
+        for x1 in range(q.shape[0]):
+            p1 = float(q[x1])
+            if p1 <= 0:
+                continue
+            if k == 1:
+                yield (x1,), p1
+            elif x1 == a:
+                for x2, p2 in _restricted(q, [a]):
+                    yield (x1, x2), p1 * p2
+            else:
+                yield (x1, a), p1
+
+    def _inclusion(self, q, k):
+        return q.clone() if k == 1 else _fixed_plus_random(q, top_order(q, 1))
+
+
+class TopkPlusRandom(Law):
+    """Hu et al.'s greedy draft set: the top-(k−1) tokens of q plus one draw from q without them."""
+
+    name = "topk_plus_random"
+
+    def count(self, V: int, k: int) -> int:
+        return 2 * V
+
+    def _sample(self, q, k, generator):
+        top = top_order(q, k - 1)
+        return top + [_draw_excluding(q, top, generator)]
+
+    def _enumerate(self, q, k):
+        top = top_order(q, k - 1)
+        for x, prob in _restricted(q, top):
+            yield tuple(top) + (x,), prob
+
+    def _inclusion(self, q, k):
+        return _fixed_plus_random(q, top_order(q, k - 1))
+
+
+class TopK(Law):
+    """The deterministic top-k of q. "any" is this law for verifiers valid for any candidate set."""
+
+    def __init__(self, name: str, iid_compatible: bool) -> None:
+        self.name, self.iid_compatible = name, iid_compatible
+
+    def count(self, V: int, k: int) -> int:
+        return 1
+
+    def _sample(self, q, k, generator):
+        return top_order(q, k)
+
+    def _enumerate(self, q, k):
+        yield tuple(top_order(q, k)), 1.0
+
+    def _inclusion(self, q, k):
+        pi = torch.zeros_like(q)
+        pi[top_order(q, k)] = 1.0
+        return pi
+
+
+IID_LAW = IID()
+WITHOUT_REPLACEMENT = WithoutReplacement()
+HUB = Hub()
+TOPK_PLUS_RANDOM = TopkPlusRandom()
+TOPK = TopK("topk", iid_compatible=False)
+ANY = TopK("any", iid_compatible=True)  # drawn as top-k, but i.i.d. draws are valid candidates too
+
+REGISTRY: dict[str, Law] = {law.name: law for law in (IID_LAW, WITHOUT_REPLACEMENT, HUB, TOPK_PLUS_RANDOM, TOPK, ANY)}
+LAWS = tuple(REGISTRY)  # the names, a public contract (traces, CLI help)
+
+
+def get(law: str | Law) -> Law:
+    """The Law named `law` (a Law passes through), or ValueError listing the known names."""
+    if isinstance(law, Law):
+        return law
+    if law not in REGISTRY:
+        raise ValueError(f"unknown candidate law {law!r}; known: {', '.join(LAWS)}")
+    return REGISTRY[law]
+
+
+def sample(law: str | Law, q: torch.Tensor, k: int, generator: torch.Generator) -> list[int]:
+    """k candidates drawn from q [V] with `law`, in draw order. "any" draws deterministic top-k."""
+    return get(law).sample(q, k, generator)
+
+
+def check_k(law: str | Law, q: torch.Tensor, k: int) -> None:
+    """Refuse a candidate count the law cannot produce, with a readable message."""
+    get(law).check_k(q, k)
+
+
+def enumerate_tuples(law: str | Law, q: torch.Tensor, k: int) -> Tuples:
+    """Every ordered candidate tuple of `law` with its probability (probabilities sum to 1)."""
+    return get(law).enumerate(q, k)

@@ -13,12 +13,13 @@ argument proves it; for without-replacement drafts it is checked, not proved: it
 from __future__ import annotations
 
 import math
+from functools import singledispatch
 
 import numpy as np
 import torch
 
 from decoding.verify import laws
-from decoding.verify.theory_race import wor_inclusion, wor_miss_prefixes
+from decoding.verify.theory_race import wor_miss_prefixes
 
 MAX_SUBSET_V = 12  # 2^V subsets: exact min-cut by enumeration up to this vocabulary size
 MAX_SUBSET_TUPLES = 20_000
@@ -42,10 +43,10 @@ def top_tokens(q: torch.Tensor, k: int) -> torch.Tensor:
     return torch.tensor(laws.top_order(q, max(k, 0)), dtype=torch.long)
 
 
-def _check(law: str, q: torch.Tensor, k: int) -> None:
-    if law not in laws.LAWS:
-        raise ValueError(f"unknown candidate law {law!r}; known: {', '.join(laws.LAWS)}")
-    laws.check_k(law, q, k)
+def _law(law: str | laws.Law, q: torch.Tensor, k: int) -> laws.Law:
+    law = laws.get(law)
+    law.check_k(q, k)
+    return law
 
 
 # ---------------------------------------------------------------------------------------------
@@ -53,45 +54,18 @@ def _check(law: str, q: torch.Tensor, k: int) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def _fixed_plus_random(q: torch.Tensor, fixed: torch.Tensor) -> torch.Tensor:
-    """P(x ∈ x̄) [V] when the tuple is `fixed` plus one draw from q restricted to the rest.
-
-    The rest is drawn from q(x)/(1 − q(T)), or uniformly when q(T) = 1 (laws._draw_excluding).
-    """
-    rest = torch.ones_like(q, dtype=torch.bool)
-    rest[fixed] = False
-    mass = float(q[rest].sum())  # summed over the rest, not 1 − q(T), to keep small masses exact
-    if mass > 0:
-        pi = torch.where(rest, q / mass, torch.zeros_like(q))
-    else:
-        pi = rest.to(q.dtype) / max(1.0, float(rest.sum()))
-    pi[fixed] = 1.0
-    return pi
-
-
-def inclusion_probabilities(q: torch.Tensor, k: int, law: str) -> torch.Tensor:
-    """π(x) = P_Q(x ∈ x̄) [V] for k candidates drawn from q with `law`.
+def inclusion_probabilities(q: torch.Tensor, k: int, law: str | laws.Law) -> torch.Tensor:
+    """π(x) = P_Q(x ∈ x̄) [V] for k candidates drawn from q with `law` (see each Law's `inclusion`).
 
     iid: 1 − (1 − q)^k;  hub: 1 at a = argmax q, q(i)/(1 − q(a)) elsewhere (k = 2);
     topk_plus_random: 1 on the top-(k−1) set T, q(x)/(1 − q(T)) elsewhere;
     without_replacement: exact (theory_race); topk / any: indicator of the top-k set.
     """
     q = as_law(q)
-    _check(law, q, k)
-    if law == "iid":
-        return -torch.expm1(k * torch.log1p(-q.clamp(max=1.0)))
-    if law == "without_replacement":
-        return wor_inclusion(q, k)
-    if law == "hub":
-        return q.clone() if k == 1 else _fixed_plus_random(q, top_tokens(q, 1))
-    if law == "topk_plus_random":
-        return _fixed_plus_random(q, top_tokens(q, k - 1))
-    pi = torch.zeros_like(q)
-    pi[top_tokens(q, k)] = 1.0
-    return pi
+    return _law(law, q, k).inclusion(q, k)
 
 
-def membership_bound(p: torch.Tensor, q: torch.Tensor, k: int, law: str) -> float:
+def membership_bound(p: torch.Tensor, q: torch.Tensor, k: int, law: str | laws.Law) -> float:
     """F3: Σ_x min(p(x), P_Q(x ∈ x̄)), an upper bound on every verifier's acceptance under `law`."""
     return min(1.0, float(torch.minimum(as_law(p), inclusion_probabilities(q, k, law)).sum()))
 
@@ -155,7 +129,7 @@ def _wor_exhausted(p: torch.Tensor, q: torch.Tensor, k: int, support: int) -> fl
     return min(1.0, float((p_y + 1.0 - contained).min()))
 
 
-def optimal_acceptance(p: torch.Tensor, q: torch.Tensor, k: int, law: str) -> float:
+def optimal_acceptance(p: torch.Tensor, q: torch.Tensor, k: int, law: str | laws.Law) -> float:
     """α* = max over lossless verifiers of P(accept) for k candidates drawn with `law` (F4).
 
     k = 1 (random laws): 1 − TV(p, q).  iid / without_replacement: sorted-prefix min-cut scan
@@ -163,21 +137,42 @@ def optimal_acceptance(p: torch.Tensor, q: torch.Tensor, k: int, law: str) -> fl
     membership bound, which these sparse laws attain.  topk / any: p(C) for C = top-k of q.
     """
     p, q = as_law(p), as_law(q)
-    _check(law, q, k)
-    if law in ("topk", "any"):
-        return float(p[top_tokens(q, k)].sum())
-    if k == 1:
+    law = _law(law, q, k)
+    if k == 1 and not isinstance(law, laws.TopK):
         return float(torch.minimum(p, q).sum())
-    if law in ("hub", "topk_plus_random"):
-        return membership_bound(p, q, k, law)
-    if law == "iid":
-        return min(1.0, max(0.0, _scan_iid(p, q, k)))
-    if p.shape[0] <= MAX_SUBSET_V and math.perm(p.shape[0], k) <= MAX_SUBSET_TUPLES:
+    return _optimum(law, p, q, k)
+
+
+@singledispatch
+def _optimum(law: laws.Law, p: torch.Tensor, q: torch.Tensor, k: int) -> float:
+    """α* for k ≥ 2 candidates, by the law's class (a new law registers its own route)."""
+    raise NotImplementedError(f"no optimal-acceptance route for the {law} law")
+
+
+@_optimum.register
+def _(law: laws.TopK, p: torch.Tensor, q: torch.Tensor, k: int) -> float:
+    return float(p[top_tokens(q, k)].sum())
+
+
+@_optimum.register(laws.Hub)
+@_optimum.register(laws.TopkPlusRandom)
+def _(law: laws.Law, p: torch.Tensor, q: torch.Tensor, k: int) -> float:
+    return membership_bound(p, q, k, law)  # the sparse laws attain their membership bound
+
+
+@_optimum.register
+def _(law: laws.IID, p: torch.Tensor, q: torch.Tensor, k: int) -> float:
+    return min(1.0, max(0.0, _scan_iid(p, q, k)))
+
+
+@_optimum.register
+def _(law: laws.WithoutReplacement, p: torch.Tensor, q: torch.Tensor, k: int) -> float:
+    if p.shape[0] <= MAX_SUBSET_V and law.count(p.shape[0], k) <= MAX_SUBSET_TUPLES:
         return min_cut_by_subsets(p, q, k, law)
     return min(1.0, max(0.0, _scan_wor(p, q, k)))
 
 
-def min_cut_by_subsets(p: torch.Tensor, q: torch.Tensor, k: int, law: str) -> float:
+def min_cut_by_subsets(p: torch.Tensor, q: torch.Tensor, k: int, law: str | laws.Law) -> float:
     """F4 by brute force: min over all 2^|V| subsets Y of p(Y) + 1 − Q(x̄ ⊆ Y), Q from enumeration.
 
     Q(x̄ ⊆ Y) for every Y at once is the subset-sum (zeta) transform of the tuples' masks.

@@ -1,11 +1,13 @@
 """The verifier registry: every token-level verifier described once (VERIFIERS.md).
 
 Keys are a public contract (CLI flags, saved traces, the app's dropdown). Each entry carries its
-candidate law (laws.py), whether it is lossless, and the pure functions of decoding/rules/<key>.py.
+candidate law (laws.py), whether it is lossless, and the pure functions of decoding/verify/rules/<key>.py
+(`verify`, `conditional` and, where one exists, the closed-form `acceptance`).
 """
 
 from __future__ import annotations
 
+from decoding.verify import laws
 from decoding.verify.entry import Verifier
 from decoding.verify.rules import (
     greedy,
@@ -21,115 +23,105 @@ from decoding.verify.rules import (
 )
 
 VERIFIERS: dict[str, Verifier] = {
-    "sd": Verifier(
+    "sd": Verifier.from_rule(
+        sd,
         name="sd",
         title="Speculative sampling (SD)",
         lossless=True,
-        law="iid",
+        law=laws.get("iid"),
         max_candidates=1,
         description="One draft token, accepted with min(1, p/q); else a sample of norm((p - q)_+).",
         paper="Leviathan, Kalman, Matias 2023; Chen et al. 2023",
-        verify=sd.verify,
-        conditional=sd.conditional,
     ),
-    "rrs": Verifier(
+    "rrs": Verifier.from_rule(
+        rrs,
         name="rrs",
         title="Recursive rejection sampling (with replacement)",
         lossless=True,
-        law="iid",
+        law=laws.get("iid"),
         max_candidates=None,
         description="k i.i.d. drafts tested in order against a residual updated after every draw.",
         paper="Miao et al. 2024 (SpecInfer); Yang et al. 2024 (MCSD)",
-        verify=rrs.verify,
-        conditional=rrs.conditional,
     ),
-    "rrs_wor": Verifier(
+    "rrs_wor": Verifier.from_rule(
+        rrs_wor,
         name="rrs_wor",
         title="Recursive rejection sampling without replacement",
         lossless=True,
-        law="without_replacement",
+        law=laws.get("without_replacement"),
         max_candidates=None,
         description="k distinct drafts in draw order; each residual update uses the law that draft came from.",
         paper="Yang et al. 2024 (MCSD); Jeon et al. 2024 (RSD); Chen et al. 2024 (Sequoia)",
-        verify=rrs_wor.verify,
-        conditional=rrs_wor.conditional,
     ),
-    "spectr": Verifier(
+    "spectr": Verifier.from_rule(
+        spectr,
         name="spectr",
         title="SpecTr K-SEQ",
         lossless=True,
-        law="iid",
+        law=laws.get("iid"),
         max_candidates=None,
         description="k i.i.d. drafts with damped tests p/(rho* q), then the K-SEQ residual.",
         paper="Sun et al. 2023, SpecTr: Fast Speculative Decoding via Optimal Transport",
-        verify=spectr.verify,
-        conditional=spectr.conditional,
     ),
-    "spechub": Verifier(
+    "spechub": Verifier.from_rule(
+        spechub,
         name="spechub",
         title="SpecHub (hub pair)",
         lossless=True,
-        law="hub",
+        law=laws.get("hub"),
         max_candidates=2,
         description="Two drafts that always include the hub argmax q; optimal for that sparse pair law.",
         paper="Sun, Zhou, Chen, Sun 2024, SpecHub (EMNLP 2024)",
-        verify=spechub.verify,
-        conditional=spechub.conditional,
     ),
-    "khisti_is": Verifier(
+    "khisti_is": Verifier.from_rule(
+        khisti_is,
         name="khisti_is",
         title="Importance selection + SD (Khisti et al.)",
         lossless=True,
-        law="iid",
+        law=laws.get("iid"),
         max_candidates=None,
         description="Pick one i.i.d. draft with probability proportional to p/q, then SD against its induced law.",
         paper="Khisti et al. 2025, Multi-Draft Speculative Sampling: Canonical Architectures (ICLR 2025)",
-        verify=khisti_is.verify,
-        conditional=khisti_is.conditional,
     ),
-    "hu_greedy": Verifier(
+    "hu_greedy": Verifier.from_rule(
+        hu_greedy,
         name="hu_greedy",
         title="Greedy draft set: top-(k-1) + 1 random (Hu et al.)",
         lossless=True,
-        law="topk_plus_random",
+        law=laws.get("topk_plus_random"),
         max_candidates=None,
         description="Top-(k-1) of q plus one random draft; SD on the random one, residual hits accept a top one.",
         paper="Hu et al. 2025, Towards Optimal Multi-draft Speculative Decoding (ICLR 2025)",
-        verify=hu_greedy.verify,
-        conditional=hu_greedy.conditional,
     ),
-    "pointmass": Verifier(
+    "pointmass": Verifier.from_rule(
+        pointmass,
         name="pointmass",
         title="Point-mass verification (any candidate set)",
         lossless=True,
-        law="any",
+        law=laws.get("any"),
         max_candidates=None,
         description="Each distinct candidate accepted with its residual target mass r(x); valid for top-k trees.",
         paper="Li et al. 2024 (EAGLE-2); Miao et al. 2024 (SpecInfer naive sampling)",
-        verify=pointmass.verify,
-        conditional=pointmass.conditional,
     ),
-    "greedy": Verifier(
+    "greedy": Verifier.from_rule(
+        greedy,
         name="greedy",
         title="Greedy token matching (lossy)",
         lossless=False,
-        law="any",
+        law=laws.get("any"),
         max_candidates=None,
         description="Accept a candidate only if it is argmax p; always emits the target's greedy token.",
         paper="Miao et al. 2024 (SpecInfer VerifyGreedy); Cai et al. 2024 (Medusa)",
-        verify=greedy.verify,
-        conditional=greedy.conditional,
     ),
-    "typical": Verifier(
+    "typical": Verifier.from_rule(
+        typical,
         name="typical",
         title="Medusa typical acceptance (lossy)",
         lossless=False,
-        law="any",
+        law=laws.get("any"),
         max_candidates=None,
         description="Accept a candidate with p(x) > min(0.09, 0.3 exp(-H(p))); else emit argmax p.",
         paper="Cai et al. 2024, Medusa: Simple LLM Inference Acceleration Framework",
-        verify=typical.verify,
-        conditional=typical.conditional,
     ),
 }
 

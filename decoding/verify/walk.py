@@ -7,14 +7,17 @@ walk serves the engine, tests, and a compare view that judges one tree with seve
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
-from decoding.verify.entry import Verifier
 from decoding.verify.origins import BONUS, DRAFT, RESIDUAL, RESIDUAL_HIT
 from decoding.verify.sampling import draw
 from decoding.verify.tree import DraftTree
 from decoding.verify.verdict import NodeVerdict
+
+if TYPE_CHECKING:  # the entry's judge calls walk; walk only needs the entry's duck type
+    from decoding.verify.entry import Verifier
 
 
 @dataclass(frozen=True)

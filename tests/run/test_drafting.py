@@ -24,7 +24,7 @@ CONTEXT = [1, 2]  # " the cat"
 def entry_for(law: str, k: int = 2):
     """A registry entry with this candidate law that takes k candidates (the tests are about laws)."""
     for key, entry in VERIFIERS.items():
-        if entry.law == law and (entry.max_candidates is None or entry.max_candidates >= k):
+        if str(entry.law) == law and (entry.max_candidates is None or entry.max_candidates >= k):
             return key, entry
     pytest.skip(f"no verifier with law {law!r} in the registry")
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from decoding.verify.rules import rrs, rrs_wor, spectr
+from decoding.verify.registry import VERIFIERS
+from decoding.verify.rules import spectr
 from decoding.verify.rules.common import Final, Test, Update, chain_law, final_residual
 from decoding.verify.sampling import residual
 from tests.verifier_oracles import mixed_law, tv
@@ -42,7 +43,7 @@ def _rrs_skipping_duplicates(p, q, xs):
 def _rrs_wor_sorted_by_q(p, q, xs):
     """RRS without replacement that verifies the candidates by decreasing q instead of draw order."""
     order = sorted(range(len(xs)), key=lambda i: -float(q[xs[i]]))
-    accept_sorted, res = rrs_wor.conditional(p, q, [xs[i] for i in order])
+    accept_sorted, res = VERIFIERS["rrs_wor"].conditional(p, q, [xs[i] for i in order])
     accept = torch.zeros(len(xs), dtype=F64)
     accept[order] = accept_sorted
     return accept, res
@@ -61,14 +62,14 @@ def _kseq_at(scale: float):
 def test_rrs_skipping_duplicate_updates_is_biased():
     p = torch.tensor([0.05, 0.60, 0.35], dtype=F64)
     q = torch.tensor([0.55, 0.40, 0.05], dtype=F64)
-    assert tv(mixed_law(rrs.conditional, p, q, 2, "iid"), p) < 1e-12
+    assert tv(mixed_law(VERIFIERS["rrs"].conditional, p, q, 2, "iid"), p) < 1e-12
     broken = tv(mixed_law(_rrs_skipping_duplicates, p, q, 2, "iid"), p)
     assert broken > MARGIN  # measured 0.110
 
 
 def test_rrs_without_replacement_sorted_by_q_is_biased():
     for k, measured in [(2, 0.1833), (3, 0.2738)]:
-        assert tv(mixed_law(rrs_wor.conditional, P12, Q12, k, "without_replacement"), P12) < 1e-12
+        assert tv(mixed_law(VERIFIERS["rrs_wor"].conditional, P12, Q12, k, "without_replacement"), P12) < 1e-12
         broken = tv(mixed_law(_rrs_wor_sorted_by_q, P12, Q12, k, "without_replacement"), P12)
         assert broken > MARGIN and broken == pytest.approx(measured, abs=1e-4)
 
@@ -77,11 +78,11 @@ def test_rrs_on_deterministic_top_k_is_biased():
     """§4 pitfall 4: p = [.3, .3, .4], top-2 of q = [.6, .4, 0] gives output [.5, 0, .5] (TV .3)."""
     p = torch.tensor([0.3, 0.3, 0.4], dtype=F64)
     q = torch.tensor([0.6, 0.4, 0.0], dtype=F64)
-    for conditional in (rrs.conditional, rrs_wor.conditional):
+    for conditional in (VERIFIERS["rrs"].conditional, VERIFIERS["rrs_wor"].conditional):
         out = mixed_law(conditional, p, q, 2, "topk")
         assert out.tolist() == pytest.approx([0.5, 0.0, 0.5], abs=1e-12)
         assert tv(out, p) == pytest.approx(0.3, abs=1e-12) and tv(out, p) > MARGIN
-    assert tv(mixed_law(rrs.conditional, p, q, 2, "iid"), p) < 1e-12  # the same rule on i.i.d. draws is exact
+    assert tv(mixed_law(VERIFIERS["rrs"].conditional, p, q, 2, "iid"), p) < 1e-12  # i.i.d. draws: exact
 
 
 def test_kseq_below_rho_star_is_biased():

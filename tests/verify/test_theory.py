@@ -69,7 +69,7 @@ def instances(n: int, seed: int, v_min: int = 2, v_max: int = 5):
 def ks(key: str, V: int) -> range:
     entry = VERIFIERS[key]
     top = entry.max_candidates or 4
-    if entry.law != "iid":
+    if entry.law.distinct:
         top = min(top, V)
     return range(1, min(top, 4) + 1)
 
@@ -130,13 +130,13 @@ def test_section_12_without_replacement_bound_also_by_the_large_vocabulary_scan(
 
 @pytest.mark.parametrize("k,rho", [(2, 1.4568), (3, 1.7926)])
 def test_section_12_spectr_rho(k, rho):
-    from decoding.verify.rules.spectr import division_factor
+    from decoding.verify.rules.spectr import acceptance, division_factor, rho_by_bisection
 
-    assert theory.spectr_rho(P12, Q12, k) == pytest.approx(rho, abs=1e-4)
-    assert theory.spectr_rho(P12, Q12, k) == pytest.approx(division_factor(P12, Q12, k), abs=1e-12)
+    assert rho_by_bisection(P12, Q12, k) == pytest.approx(rho, abs=1e-4)
+    assert rho_by_bisection(P12, Q12, k) == pytest.approx(division_factor(P12, Q12, k), abs=1e-12)
     # at rho*, 1 − (1 − β)^k = Σ min(p, ρ* q) (§5.2)
-    rho_star = theory.spectr_rho(P12, Q12, k)
-    assert theory.spectr_acceptance(P12, Q12, k) == pytest.approx(float(torch.minimum(P12, rho_star * Q12).sum()))
+    rho_star = rho_by_bisection(P12, Q12, k)
+    assert acceptance(P12, Q12, k) == pytest.approx(float(torch.minimum(P12, rho_star * Q12).sum()))
 
 
 FIG2 = [  # t, opt, K-SEQ, RRS, RRS-w/o (VERIFIERS.md §7.2, Khisti et al. Fig. 2 toy)

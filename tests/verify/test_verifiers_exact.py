@@ -10,7 +10,7 @@ import torch
 
 from decoding.verify import laws
 from decoding.verify.registry import VERIFIERS, lossless_keys
-from decoding.verify.rules import rrs_wor, spectr, typical
+from decoding.verify.rules import spectr, typical
 from tests.verifier_oracles import adversarial_pairs, allowed_ks, dirichlet_pair, mixed_law, tuple_laws
 
 F64 = torch.float64
@@ -36,7 +36,7 @@ def test_registry_keys_laws_and_badges():
     }
     for key, entry in VERIFIERS.items():
         assert entry.name == key
-        assert entry.law == expected_law[key] and entry.law in laws.LAWS
+        assert str(entry.law) == expected_law[key] and entry.law is laws.get(expected_law[key])
         assert entry.lossless == (key not in ("greedy", "typical"))
         assert entry.title and entry.paper and entry.description and "\n" not in entry.description
     assert VERIFIERS["sd"].max_candidates == 1 and VERIFIERS["spechub"].max_candidates == 2
@@ -75,7 +75,7 @@ def test_mixing_conditional_over_every_tuple_gives_p(key):
 def _alpha(key: str, p: torch.Tensor, q: torch.Tensor, k: int) -> float:
     """Exact acceptance: sum over tuples of Q(tuple) * P(some candidate accepted | tuple)."""
     entry = VERIFIERS[key]
-    law = "topk" if entry.law == "any" else entry.law
+    law = "topk" if entry.law is laws.ANY else entry.law
     return sum(
         prob * float(entry.conditional(p, q, list(xs))[0].sum()) for xs, prob in laws.enumerate_tuples(law, q, k)
     )
@@ -117,12 +117,12 @@ def test_rrs_acceptance_closed_form():
 
 def test_rrs_without_replacement_step_trace_b_then_c():
     """§12: candidates (B, C): test B at .6; on reject r = [1,0,0,0], d = [.4,0,.4,.2]; C at 0; emit A."""
-    accept, residual = rrs_wor.conditional(P12, Q12, [B, C])
+    accept, residual = VERIFIERS["rrs_wor"].conditional(P12, Q12, [B, C])
     assert accept.tolist() == pytest.approx([0.6, 0.0], abs=1e-15)
     assert residual.tolist() == pytest.approx([1.0, 0.0, 0.0, 0.0], abs=1e-15)  # output: B .6, A .4
     rejected = [
         v
-        for v in (rrs_wor.verify(P12, Q12, [B, C], torch.Generator().manual_seed(s)) for s in range(20))
+        for v in (VERIFIERS["rrs_wor"].verify(P12, Q12, [B, C], torch.Generator().manual_seed(s)) for s in range(20))
         if not v.tests[0].passed
     ]
     assert rejected, "some seed rejects B (probability .4 each)"
@@ -143,7 +143,7 @@ def test_kseq_division_factor_and_thresholds():
     assert -1e-10 < f <= 0.0  # at (or a hair above) the root: a valid rho
     thresholds = [min(1.0, float(P12[x] / (rho2 * Q12[x]))) for x in (A, B, C, D)]
     assert thresholds == pytest.approx([1.0, 0.4119, 0.5148, 0.3432], abs=1e-4)
-    accept, residual = spectr.conditional(P12, Q12, [B, C])
+    accept, residual = VERIFIERS["spectr"].conditional(P12, Q12, [B, C])
     assert accept.tolist() == pytest.approx([0.4119, 0.3028], abs=1e-4)
     assert 1 - float(accept.sum()) == pytest.approx(0.2853, abs=1e-4)
     assert residual.tolist() == pytest.approx([1.0, 0.0, 0.0, 0.0], abs=1e-10)  # ~norm((p - rho* q)_+)
@@ -155,4 +155,4 @@ def test_typical_worked_example():
     assert entropy == pytest.approx(1.142, abs=1e-3)
     assert typical.typical_threshold(P12) == pytest.approx(0.09)
     for x, typical_x in [(A, 1.0), (B, 1.0), (C, 1.0), (D, 0.0)]:
-        assert float(typical.conditional(P12, Q12, [x])[0][0]) == typical_x
+        assert float(VERIFIERS["typical"].conditional(P12, Q12, [x])[0][0]) == typical_x

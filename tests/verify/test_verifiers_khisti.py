@@ -8,6 +8,7 @@ import math
 import pytest
 import torch
 
+from decoding.verify.registry import VERIFIERS
 from decoding.verify.rules import khisti_is
 from tests.verifier_oracles import dirichlet_pair, mixed_law
 
@@ -92,4 +93,4 @@ def test_lossless_through_the_integral_path(monkeypatch):
     g = torch.Generator().manual_seed(3)
     for V, k in [(3, 2), (4, 3), (5, 2), (4, 4)]:
         p, q = dirichlet_pair(g, V, 0.7, sparse=V % 2 == 0)
-        assert float((mixed_law(khisti_is.conditional, p, q, k, "iid") - p).abs().max()) < 1e-11
+        assert float((mixed_law(VERIFIERS["khisti_is"].conditional, p, q, k, "iid") - p).abs().max()) < 1e-11

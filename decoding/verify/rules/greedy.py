@@ -11,8 +11,8 @@ from collections.abc import Iterator, Sequence
 
 import torch
 
-from decoding.verify.rules.common import Event, Final, Test, conditional_chain, one_hot, verify_chain
-from decoding.verify.verdict import NodeVerdict
+from decoding.verify import laws
+from decoding.verify.rules.common import Event, Final, Test, one_hot
 
 
 def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event]:
@@ -22,11 +22,6 @@ def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event
     yield Final(one_hot(best, p.shape[0]), token=best)
 
 
-def verify(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int], generator: torch.Generator) -> NodeVerdict:
-    """Accept the first candidate equal to argmax p, else emit argmax p. Uses no randomness."""
-    return verify_chain(chain, p, q, candidates, generator)
-
-
-def conditional(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
-    """accept [k] is one-hot at the first match (or zero); residual [V] is one-hot at argmax p."""
-    return conditional_chain(chain, p, q, candidates)
+def acceptance(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
+    """Closed form on the top-k(q) set: 1 if argmax p is a candidate, else 0."""
+    return 1.0 if int(torch.argmax(p)) in laws.top_order(q, k) else 0.0

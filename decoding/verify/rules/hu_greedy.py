@@ -17,18 +17,16 @@ from collections.abc import Iterator, Sequence
 
 import torch
 
+from decoding.verify import laws
 from decoding.verify.rules.common import (
     Event,
     Final,
     Test,
     Update,
-    conditional_chain,
     final_residual,
     residual,
     restricted,
-    verify_chain,
 )
-from decoding.verify.verdict import NodeVerdict
 
 
 def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event]:
@@ -41,11 +39,6 @@ def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event
     yield Final(final_residual(r, p), hits=tuple(range(i)))  # only the top set T descends on a hit
 
 
-def verify(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int], generator: torch.Generator) -> NodeVerdict:
-    """SD on the random candidate; a residual sample that is a top candidate accepts it."""
-    return verify_chain(chain, p, q, candidates, generator)
-
-
-def conditional(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
-    """accept [k] counts residual hits on the top candidates; residual [V] is zero on the top set."""
-    return conditional_chain(chain, p, q, candidates)
+def acceptance(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
+    """Closed form (attains the membership bound): p(T) + sum_{x not in T} min(p(x), q(x)/(1 - q(T)))."""
+    return float(torch.minimum(p, laws.TOPK_PLUS_RANDOM.inclusion(q, k)).sum())

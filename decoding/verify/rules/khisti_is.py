@@ -248,3 +248,8 @@ def conditional(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]) -> 
     if float(accept.sum()) >= 1.0:
         return accept, torch.zeros_like(p)
     return accept, final_residual(positive_part(p - law.full()), p)
+
+
+def acceptance(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
+    """alpha = sum_y min(p(y), r(y)), r the selected token's induced law (the very r the rule uses)."""
+    return float(torch.minimum(p, induced_law(p, q, k)).sum())

@@ -16,18 +16,16 @@ from collections.abc import Iterator, Sequence
 
 import torch
 
+from decoding.verify import laws
 from decoding.verify.rules.common import (
     Event,
     Final,
     Test,
     Update,
-    conditional_chain,
     final_residual,
     normalised_,
-    verify_chain,
     without,
 )
-from decoding.verify.verdict import NodeVerdict
 
 
 def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event]:
@@ -43,11 +41,6 @@ def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event
     yield Final(final_residual(r, p))
 
 
-def verify(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int], generator: torch.Generator) -> NodeVerdict:
-    """Sequential point-mass tests u <= r(x); q is not used (the candidates need not be samples of q)."""
-    return verify_chain(chain, p, q, candidates, generator)
-
-
-def conditional(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
-    """accept[i] = p(x_i) for the first occurrence of each token (0 for repeats); residual = p off the set."""
-    return conditional_chain(chain, p, q, candidates)
+def acceptance(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
+    """Closed form for the "any" law's deterministic set C = top-k(q): alpha = p(C)."""
+    return float(p[laws.top_order(q, k)].sum())

@@ -21,13 +21,10 @@ from decoding.verify.rules.common import (
     Final,
     Test,
     Update,
-    conditional_chain,
     final_residual,
     residual,
-    verify_chain,
 )
 from decoding.verify.rules.sd import skip_note
-from decoding.verify.verdict import NodeVerdict
 
 
 def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event]:
@@ -39,11 +36,15 @@ def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event
     yield Final(final_residual(r, p))
 
 
-def verify(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int], generator: torch.Generator) -> NodeVerdict:
-    """Recursive rejection sampling over i.i.d. candidates, in draw order."""
-    return verify_chain(chain, p, q, candidates, generator)
+def acceptance(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
+    """Closed form: 1 - alpha = prod_i sum (r_i - q)_+ with r_1 = p, r_{i+1} = norm((r_i - q)_+).
 
-
-def conditional(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Exact accept [k] and residual [V] given the candidates (the residual chain r_1 = p, r_{i+1})."""
-    return conditional_chain(chain, p, q, candidates)
+    The residual chain does not depend on which token was rejected, so no sum over tuples is needed.
+    """
+    r, stay = p, 1.0
+    for _ in range(k):
+        stay *= float((r - q).clamp(min=0.0).sum())  # P(draw i rejected | every earlier one rejected)
+        if stay <= 0.0:
+            break
+        r = residual(r, q)  # [V]
+    return 1.0 - stay

@@ -22,13 +22,10 @@ from decoding.verify.rules.common import (
     Final,
     Test,
     Update,
-    conditional_chain,
     final_residual,
     residual,
     restricted,
-    verify_chain,
 )
-from decoding.verify.verdict import NodeVerdict
 
 
 def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event]:
@@ -40,13 +37,3 @@ def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event
         d = restricted(q, xs[: i + 1])  # [V] law of the next draw: q without every token drawn so far
         yield Update(r, draft=d)
     yield Final(final_residual(r, p))
-
-
-def verify(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int], generator: torch.Generator) -> NodeVerdict:
-    """Recursive rejection sampling over without-replacement candidates, in draw order."""
-    return verify_chain(chain, p, q, candidates, generator)
-
-
-def conditional(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Exact accept [k] and residual [V]; depends on the identity and order of the candidates."""
-    return conditional_chain(chain, p, q, candidates)

@@ -19,12 +19,9 @@ from decoding.verify.rules.common import (
     Final,
     Test,
     Update,
-    conditional_chain,
     final_residual,
     residual,
-    verify_chain,
 )
-from decoding.verify.verdict import NodeVerdict
 
 
 def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event]:
@@ -42,11 +39,6 @@ def skip_note(i: int, x: int, q: torch.Tensor) -> str:
     return f"candidate {i} (token {x}) has q(x) = 0: skipped (threshold 0)" if not float(q[x]) > 0 else ""
 
 
-def verify(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int], generator: torch.Generator) -> NodeVerdict:
-    """Test the single candidate against p/q; on rejection draw from norm((p - q)_+)."""
-    return verify_chain(chain, p, q, candidates, generator)
-
-
-def conditional(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
-    """accept [1] = min(1, p(x)/q(x)); residual [V] = norm((p - q)_+)."""
-    return conditional_chain(chain, p, q, candidates)
+def acceptance(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
+    """Closed form: alpha = sum min(p, q) = 1 - TV(p, q) (p, q float64, normalised)."""
+    return float(torch.minimum(p, q).sum())

@@ -22,19 +22,17 @@ from typing import NamedTuple
 
 import torch
 
+from decoding.verify import laws
 from decoding.verify.rules import sd
 from decoding.verify.rules.common import (
     Event,
     Final,
     Test,
-    conditional_chain,
     final_residual,
     restricted,
-    verify_chain,
     without,
 )
 from decoding.verify.sampling import positive_part
-from decoding.verify.verdict import NodeVerdict
 
 
 def hub_pair(q: torch.Tensor, xs: Sequence[int]) -> tuple[int, int]:
@@ -86,11 +84,6 @@ def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event
     yield Final(final_residual(positive_part(m.p1 - m.q_ai), p))  # zero at the hub
 
 
-def verify(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int], generator: torch.Generator) -> NodeVerdict:
-    """SpecHub's two-test chain for a hub pair (SD for a single candidate)."""
-    return verify_chain(chain, p, q, candidates, generator)
-
-
-def conditional(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Exact accept [k] and residual [V] for a hub pair (or one SD candidate)."""
-    return conditional_chain(chain, p, q, candidates)
+def acceptance(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
+    """Closed form (attains the hub law's membership bound): p(a) + sum_{i != a} min(p(i), q(i)/(1 - q(a)))."""
+    return float(torch.minimum(p, laws.HUB.inclusion(q, k)).sum())

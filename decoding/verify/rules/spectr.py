@@ -22,10 +22,9 @@ from collections.abc import Iterator, Sequence
 
 import torch
 
-from decoding.verify.rules.common import Event, Final, Test, conditional_chain, final_residual, verify_chain
+from decoding.verify.rules.common import Event, Final, Test, final_residual
 from decoding.verify.rules.sd import skip_note
 from decoding.verify.sampling import positive_part
-from decoding.verify.verdict import NodeVerdict
 
 BUCKETS = 1024
 
@@ -134,11 +133,24 @@ def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int], rho: float | None
     yield Final(kseq_residual(p, q, rho, k))
 
 
-def verify(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int], generator: torch.Generator) -> NodeVerdict:
-    """K-SEQ at rho*: damped SD tests in draw order, then the K-SEQ residual."""
-    return verify_chain(chain, p, q, candidates, generator)
+def acceptance(p: torch.Tensor, q: torch.Tensor, k: int, rho: float | None = None) -> float:
+    """Closed form at rho (default: the rho this rule uses): alpha = 1 - (1 - beta(rho))^k."""
+    rho = division_factor(p, q, k) if rho is None else rho
+    return 1.0 - (1.0 - beta(p, q, rho)) ** k
 
 
-def conditional(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Exact accept [k] (a product of damped thresholds) and the K-SEQ residual [V]."""
-    return conditional_chain(chain, p, q, candidates)
+def rho_by_bisection(p: torch.Tensor, q: torch.Tensor, k: int, iters: int = 200) -> float:
+    """rho* by plain bisection of f on [1, k] (upper bracket): the slow reference division_factor is checked against."""
+    def f(rho: float) -> float:
+        b = beta(p, q, rho)
+        return 1.0 - (1.0 - b) ** k - rho * b
+
+    lo, hi = 1.0, float(k)
+    if k == 1 or f(lo) <= 0.0:
+        return lo
+    for _ in range(iters):
+        mid = 0.5 * (lo + hi)
+        if not lo < mid < hi:
+            break
+        lo, hi = (lo, mid) if f(mid) <= 0.0 else (mid, hi)
+    return hi

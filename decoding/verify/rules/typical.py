@@ -17,8 +17,8 @@ from collections.abc import Iterator, Sequence
 
 import torch
 
-from decoding.verify.rules.common import Event, Final, Test, conditional_chain, one_hot, verify_chain
-from decoding.verify.verdict import NodeVerdict
+from decoding.verify import laws
+from decoding.verify.rules.common import Event, Final, Test, one_hot
 
 POSTERIOR_THRESHOLD = 0.09  # eps
 POSTERIOR_ALPHA = 0.3  # delta
@@ -39,11 +39,6 @@ def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event
     yield Final(one_hot(best, p.shape[0]), token=best)
 
 
-def verify(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int], generator: torch.Generator) -> NodeVerdict:
-    """Accept the first typical candidate, else emit argmax p. Uses no randomness."""
-    return verify_chain(chain, p, q, candidates, generator)
-
-
-def conditional(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
-    """accept [k] is one-hot at the first typical candidate (or zero); residual [V] one-hot at argmax p."""
-    return conditional_chain(chain, p, q, candidates)
+def acceptance(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
+    """Closed form on the top-k(q) set: 1 if some candidate x has p(x) > tau, else 0."""
+    return 1.0 if bool((p[laws.top_order(q, k)] > typical_threshold(p)).any()) else 0.0
