@@ -43,9 +43,9 @@ def parse_shape(text: str) -> tuple[int, ...]:
 def candidate_tuples(entry: Verifier, q: torch.Tensor, k: int) -> Iterator[tuple[tuple[int, ...], float]]:
     """Every ordered candidate tuple of the entry's law with its probability.
 
-    The one place the lab reads a candidate law (laws are becoming objects: `str(entry.law)` names both).
+    The one place the lab enumerates a candidate law (`laws.get` takes a law object or its name).
     """
-    return laws.enumerate_tuples(str(entry.law), q, k)
+    return laws.get(entry.law).enumerate(q, k)
 
 
 def prefix_of(tree: DraftTree, node: int) -> Prefix:

@@ -14,7 +14,7 @@ from decoding.lab.language import load, presets, random_language
 from decoding.lab.trees import count_trees, drafted_trees
 from decoding.verify import walk
 from decoding.verify.registry import VERIFIERS, lossless_keys
-from decoding.verify.rules import rrs_wor, spectr
+from decoding.verify.rules import spectr
 from decoding.verify.rules.common import chain_law
 from tests.verifier_oracles import draft_trees, extend, max_gap, target_joint, tree_law
 
@@ -111,7 +111,7 @@ def test_root_acceptance_matches_the_reference_numbers(key, k, alpha):
 def _sorted_by_q(p, q, xs):
     """rrs_wor verified by decreasing q instead of draw order."""
     order = sorted(range(len(xs)), key=lambda i: -float(q[xs[i]]))
-    accept_sorted, res = rrs_wor.conditional(p, q, [xs[i] for i in order])
+    accept_sorted, res = VERIFIERS["rrs_wor"].conditional(p, q, [xs[i] for i in order])
     accept = torch.zeros(len(xs), dtype=torch.float64)
     accept[order] = accept_sorted
     return accept, res
