@@ -1,4 +1,4 @@
-"""Exact oracles for the verifier tests (VERIFIERS.md §11): no randomness, small vocabularies only.
+"""Exact oracles for the verifier tests (docs/verifiers.md §11): no randomness, small vocabularies only.
 
 - random and adversarial (p, q) pairs;
 - the output law of one node given its candidates, and its mixture over every candidate tuple;
@@ -36,7 +36,7 @@ def _dirichlet(generator: torch.Generator, V: int, concentration: float) -> torc
 
 
 def adversarial_pairs(V: int) -> list[tuple[str, torch.Tensor, torch.Tensor]]:
-    """VERIFIERS.md §11.1 item 6, for a vocabulary of V >= 3 tokens."""
+    """docs/verifiers.md §11.1 item 6, for a vocabulary of V >= 3 tokens."""
     ramp = torch.arange(1, V + 1, dtype=F64)
     flat = torch.ones(V, dtype=F64)
 

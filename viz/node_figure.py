@@ -14,6 +14,7 @@ from viz.hover import fmt
 from viz.lookup import visit_at
 from viz.palette import P_COLOR, Q_COLOR, RESIDUAL_COLOR
 from viz.tokens import label, shorten, unique_labels, visible
+from viz.tree_story import story_rows
 
 TEST_HEADERS = ("event", "candidate", "token", "numerator", "denominator", "threshold", "uniform u",
                 "passed", "note")
@@ -92,6 +93,8 @@ def _add_residuals(fig: go.Figure, visit: VisitRecord, tokens: list[TokenProb], 
 
 def node_title(step: StepRecord, node: NodeRecord, visit: VisitRecord | None) -> str:
     head = f"node {node.id} <b>{label(node.text, 30)}</b> (depth {node.depth}, {node.status})"
+    if step.tree_events:
+        return head + f"<br>{step.verifier} judges the whole tree: its tests, in order, are in the table (▶ this node)"
     if visit is None:
         return head + "<br>no verification here: this node was not on the accepted path"
     outcome = ("residual sample" if visit.accepted is None
@@ -108,6 +111,8 @@ def _token_label(step: StepRecord, token: int) -> str:
 
 def tests_table(step: StepRecord, node_id: int, digits: int | None = 4) -> list[list]:
     """Rows in the order they happened: each test, then the residual update that followed it."""
+    if step.tree_events:  # a tree-level verifier: its tests are one story about the whole tree
+        return story_rows(step, node_id, digits)
     visit = visit_at(step, node_id)
     if visit is None:
         return []

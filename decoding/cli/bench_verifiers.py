@@ -17,7 +17,7 @@ import time
 
 import torch
 
-from decoding.verify.registry import VERIFIERS
+from decoding.verify.registry import VERIFIERS, node_level_keys
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     print("milliseconds per node, median over nodes (p90 for verify wall); cpu = process CPU time")
     columns = ("verify", "verify_p90", "verify_cpu", "conditional", "conditional_cpu")
     print(f"{'verifier':<11}{'k':>3}" + "".join(f"{c:>17}" for c in columns))
-    for key in VERIFIERS:
+    for key in node_level_keys():  # tree-level entries have no node-level verify/conditional
         r = bench_entry(key, args)
         print(f"{key:<11}{r['k']:>3}" + "".join(f"{r[c]:>17.3f}" for c in columns))
     return 0

@@ -15,6 +15,8 @@ from decoding.run.config import Branching, DecodeConfig, Sequences, parse_branch
 BENCHES = {
     "verifiers": "decoding.cli.bench_verifiers",
     "engine": "decoding.cli.bench_engine",
+    "efficiency": "decoding.cli.bench_efficiency",
+    "speed": "decoding.cli.bench_speed",
 }
 
 
@@ -24,6 +26,10 @@ def build_parser() -> argparse.ArgumentParser:
     gen = sub.add_parser("generate", help="run speculative decoding and write a trace",
                          formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     _add_generate_flags(gen)
+    from decoding.cli import compare as compare_cli
+
+    cmp = sub.add_parser("compare", help="several verifiers on the same steps, one target forward each")
+    compare_cli.add_flags(cmp)
     cert = sub.add_parser("certify", help="certify a verifier exactly on tiny languages (exit 0 lossless, 3 not)")
     from decoding.lab.cli import add_flags as add_certify_flags
 
@@ -107,6 +113,10 @@ def main(argv: list[str]) -> int:
     try:
         if args.command == "generate":
             return run_generate(args)
+        if args.command == "compare":
+            from decoding.cli import compare as compare_cli
+
+            return compare_cli.run(args)
         if args.command == "certify":
             from decoding.lab.cli import run as run_certify
 

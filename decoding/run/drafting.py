@@ -2,7 +2,7 @@
 
 All nodes of one depth are drafted in ONE draft call (`draft.logits(tree, level)`), so a tree of
 depth D costs D draft forwards; leaves get no q. The q rows are the warped draft laws the
-candidates were actually drawn from (the same `warp` as the target, VERIFIERS.md §13.1).
+candidates were actually drawn from (the same `warp` as the target, docs/verifiers.md §13.1).
 
 Two shapes:
 - Branching (config.shape.levels, e.g. (3, 2, 2)): a node at depth d draws branching[d] candidates

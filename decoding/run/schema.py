@@ -7,9 +7,10 @@ a few kB per step. `trace_to_json` / `trace_from_json` are the versioned file fo
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import MISSING, dataclass, fields, is_dataclass
 from typing import Any, get_args, get_origin, get_type_hints
 
+from decoding.run.compare_schema import CompareRecord
 from decoding.verify.origins import BONUS, DRAFT, RESIDUAL, RESIDUAL_HIT  # noqa: F401 - re-exported for viz
 
 TRACE_FORMAT = "specscope-trace"
@@ -87,6 +88,25 @@ class EmittedRecord:
 
 
 @dataclass(frozen=True)
+class TreeEventRecord:
+    """One test of a tree-level verifier (block, traversal, typical_medusa), in the order it happened:
+    block "coin"/"tau", traversal "try"/"delete", typical_medusa "typical"/"choose", then "emit"."""
+
+    kind: str
+    node: int  # the tree node it is about
+    token: int
+    text: str
+    numerator: float | None
+    denominator: float | None
+    threshold: float | None  # the probability tested (h_i, w(leaf)) or the value computed
+    uniform: float | None  # the coin, when one was drawn
+    passed: bool | None
+    label: str  # what the numbers are
+    note: str  # why, in words
+    rows: tuple[TokenProb, ...] = ()  # updated target (p field) and draft (q field) rows, or the emission law
+
+
+@dataclass(frozen=True)
 class StepRecord:
     index: int
     verifier: str
@@ -101,6 +121,14 @@ class StepRecord:
     draft_ms: float
     target_ms: float
     verify_ms: float
+    compare: CompareRecord | None = None  # several verifiers on this step (decoding/compare); None otherwise
+    tree_events: tuple[TreeEventRecord, ...] = ()  # tree-level verifiers' story (empty for node-level ones)
+    record_ms: float = 0.0  # building this record (node records, exact theory, expected tokens): not decoding
+
+    @property
+    def decode_ms(self) -> float:
+        """The step's decoding time (draft + target + verify), what plain decoding is compared with."""
+        return self.draft_ms + self.target_ms + self.verify_ms
 
     @property
     def n_emitted(self) -> int:
@@ -162,10 +190,11 @@ def _build(tp: Any, data: Any) -> Any:
         if not isinstance(data, dict):
             raise ValueError(f"expected an object for {tp.__name__}, got {type(data).__name__}")
         hints = get_type_hints(tp)
-        missing = [f.name for f in fields(tp) if f.name not in data]
+        missing = [f.name for f in fields(tp) if f.name not in data and not _has_default(f)]
         if missing:
             raise ValueError(f"{tp.__name__} is missing fields: {', '.join(missing)}")
-        return tp(**{f.name: _build(hints[f.name], data[f.name]) for f in fields(tp)})
+        present = [f for f in fields(tp) if f.name in data]  # absent optional fields keep their default
+        return tp(**{f.name: _build(hints[f.name], data[f.name]) for f in present})
     if origin is tuple:
         args = get_args(tp)
         inner = args[0] if args else Any
@@ -182,6 +211,11 @@ def _build(tp: Any, data: Any) -> Any:
             raise ValueError(f"expected {tp.__name__}, got {data!r}")
         return data
     return data
+
+
+def _has_default(f: Any) -> bool:
+    """Fields added later carry a default, so traces written before them still load."""
+    return f.default is not MISSING or f.default_factory is not MISSING
 
 
 def _is_optional(tp: Any) -> bool:

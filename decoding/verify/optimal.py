@@ -4,7 +4,7 @@ F3  α ≤ Σ_x min(p(x), P_Q(x ∈ x̄)).
 F4  α*(p, Q) = min over Y ⊆ V of [ p(Y) + 1 − Q(every candidate lies in Y) ]   (max-flow = min-cut).
 
 For i.i.d. and without-replacement drafts the minimum is taken over the |V| + 1 prefixes of the
-tokens sorted by p/q ascending (VERIFIERS.md §7.1 route 3). For i.i.d. drafts an exchange
+tokens sorted by p/q ascending (docs/verifiers.md §7.1 route 3). For i.i.d. drafts an exchange
 argument proves it; for without-replacement drafts it is checked, not proved: it equals the
 2^|V| min-cut on every random instance of tests/test_theory.py (and 300 more during development).
 `min_cut_by_subsets` is that 2^|V| oracle, used for small vocabularies and by the tests.

@@ -1,4 +1,4 @@
-"""The verifier registry: every token-level verifier described once (VERIFIERS.md).
+"""The verifier registry: every token-level verifier described once (docs/verifiers.md).
 
 Keys are a public contract (CLI flags, saved traces, the app's dropdown). Each entry carries its
 candidate law (laws.py), whether it is lossless, and the pure functions of decoding/verify/rules/<key>.py
@@ -21,8 +21,10 @@ from decoding.verify.rules import (
     spectr,
     typical,
 )
+from decoding.verify.tree_entry import TreeVerifier
+from decoding.verify.tree_rules import block, traversal, typical_medusa
 
-VERIFIERS: dict[str, Verifier] = {
+VERIFIERS: dict[str, Verifier | TreeVerifier] = {
     "sd": Verifier.from_rule(
         sd,
         name="sd",
@@ -116,14 +118,63 @@ VERIFIERS: dict[str, Verifier] = {
     "typical": Verifier.from_rule(
         typical,
         name="typical",
-        title="Medusa typical acceptance (lossy)",
+        title="Typical acceptance, node by node (Medusa's test, first typical child; lossy)",
         lossless=False,
         law=laws.get("any"),
         max_candidates=None,
-        description="Accept a candidate with p(x) > min(0.09, 0.3 exp(-H(p))); else emit argmax p.",
+        description="At each node accept the first candidate with p(x) > min(0.09, 0.3 exp(-H(p))) (exact "
+        "entropy); else emit argmax p. Medusa itself picks the longest typical path: see typical_medusa.",
         paper="Cai et al. 2024, Medusa: Simple LLM Inference Acceleration Framework",
     ),
+    # ---- tree level: these judge the whole tree at once (entry.level == "tree"; no node-level rule) ----
+    "block": TreeVerifier(
+        name="block",
+        title="Block verification (one draft chain)",
+        lossless=True,
+        law="iid",
+        max_candidates=1,
+        description="Weights w_i = min(1, w_{i-1} p/q) along the chain, one coin per position; keep up to the "
+        "LAST passed coin, then the weighted residual. Optimal for one chain.",
+        paper="Sun, Mendlovic, Leviathan et al. 2025, Block Verification Accelerates Speculative Decoding (ICLR 2025)",
+        judge_fn=block.judge,
+        law_fn=block.step_law,
+        shape=block.shape,
+        shapes="one draft chain only (branching 1,1,... or 1 sequence)",
+    ),
+    "traversal": TreeVerifier(
+        name="traversal",
+        title="Traversal verification (leaves up)",
+        lossless=True,
+        law="without_replacement",
+        max_candidates=None,
+        description="Try leaves in post-order, accepting a whole root-to-leaf path with its weight; a rejected "
+        "leaf is deleted and its parent's rows updated. Block verification on a chain.",
+        paper="Weng, Hu et al. 2025, Traversal Verification for Speculative Tree Decoding (NeurIPS 2025)",
+        judge_fn=traversal.judge,
+        law_fn=traversal.step_law,
+        shape=traversal.shape,
+        shapes="trees drawn without replacement at every node",
+    ),
+    "typical_medusa": TreeVerifier(
+        name="typical_medusa",
+        title="Medusa typical acceptance, as Medusa applies it (lossy)",
+        lossless=False,
+        law="any",
+        max_candidates=None,
+        description="Score every root-to-leaf path by its leading typical candidates (Medusa's entropy with "
+        "+1e-5); keep the longest (ties: likelihood); then argmax p.",
+        paper="Cai et al. 2024, Medusa: Simple LLM Inference Acceleration Framework (evaluate_posterior)",
+        judge_fn=typical_medusa.judge,
+        law_fn=typical_medusa.step_law,
+        shape=typical_medusa.shape,
+        shapes="any tree",
+    ),
 }
+
+
+def node_level_keys() -> list[str]:
+    """Keys of the token-level entries (those with a node-level verify/conditional)."""
+    return [key for key, entry in VERIFIERS.items() if entry.level == "node"]
 
 
 def lossless_keys() -> list[str]:

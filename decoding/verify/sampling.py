@@ -1,7 +1,7 @@
 """The one place where logits become probabilities, plus residual and seeded-sampling helpers.
 
 Target and draft go through the same `warp`, so `q` is exactly the law the candidates were
-drawn from and `p` is the warped target that losslessness refers to (VERIFIERS.md §13.1).
+drawn from and `p` is the warped target that losslessness refers to (docs/verifiers.md §13.1).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Exact acceptance of each verifier at one node, under the verifier's own candidate law.
 
 acceptance(key, p, q, k) = P(the emitted token is one of the k candidates) for registry entry `key`,
-averaged over the candidate law and the verifier's coins (VERIFIERS.md §0.1). p = target, q = draft.
+averaged over the candidate law and the verifier's coins (docs/verifiers.md §0.1). p = target, q = draft.
 
 Routes, best first (the returned Acceptance names the one taken):
   closed_form  the registry entry's `acceptance`, defined next to its rule in rules/<key>.py (any V);
@@ -82,7 +82,7 @@ def enumerated_acceptance(key: str, p: torch.Tensor, q: torch.Tensor, k: int) ->
 def output_law(key: str, p: torch.Tensor, q: torch.Tensor, k: int) -> torch.Tensor:
     """Exact law [V] of the emitted token: Σ_x̄ Q(x̄) [Σ_i accept_i δ_{x_i} + (1 − Σ_i accept_i) residual].
 
-    Equals p for every lossless verifier (VERIFIERS.md §11.1); small V only.
+    Equals p for every lossless verifier (docs/verifiers.md §11.1); small V only.
     """
     entry = _entry(key)
     entry.check_k(k)

@@ -1,4 +1,4 @@
-"""The without-replacement law at any vocabulary size, through the exponential race (VERIFIERS.md §7.1).
+"""The without-replacement law at any vocabulary size, through the exponential race (docs/verifiers.md §7.1).
 
 Drawing k tokens without replacement from q is the same as giving each token x an arrival time
 E_x ~ Exp(q(x)) and keeping the first k arrivals. With z_x(t) = e^{q(x) t} − 1 and e_m the m-th

@@ -1,4 +1,4 @@
-"""Acceptance of recursive rejection sampling without replacement (rrs_wor, VERIFIERS.md §4) at any V.
+"""Acceptance of recursive rejection sampling without replacement (rrs_wor, docs/verifiers.md §4) at any V.
 
 Structure used here [D, checked against enumeration in tests/test_theory.py]. After i rejections,
 

@@ -14,6 +14,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from playwright import sync_api
 
 ROOT = Path(__file__).resolve().parents[2]
 OUTPUT = ROOT / "tests" / "output"
@@ -67,7 +68,6 @@ def app_url():
 
 @pytest.fixture(scope="module")
 def page(app_url):
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (requirements-dev.txt)")
     assert Path(CHROMIUM).exists(), "Debian's chromium is missing: apt-get install -y chromium"
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

@@ -5,7 +5,7 @@ path); the empirical law of the 3-token outcome is compared with the toy target'
 (enumerated) by a chi-square test (cells with expected count < 5 pooled). A verifier passes at
 p-value > 1e-4: with 6 verifiers the chance of a false alarm is below 1e-3. A deliberately broken
 verifier (RRS without replacement applied to deterministic top-k candidates as if they had been
-sampled, VERIFIERS.md §4 pitfall 4) must fail the same test.
+sampled, docs/verifiers.md §4 pitfall 4) must fail the same test.
 """
 
 from __future__ import annotations

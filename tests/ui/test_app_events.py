@@ -5,17 +5,21 @@ from __future__ import annotations
 
 import json
 import warnings
-from dataclasses import astuple, replace
+from dataclasses import fields, replace
 
 import pytest
 
 import app
 from decoding.models import pairs as models
 from decoding.run.schema import STATUSES, trace_from_json
+from ui import controls as ui_controls
+from ui import decode, inspector, run_stats, trace_io, tree_view
+from ui.session import SHAPES, Controls, Session
 from viz import node_figure, text, tree_figure
 from viz.lookup import visit_at
 
-CONTROLS = replace(app.Controls(), pair="toy", prompt="the cat", verifier="rrs", branching="3,2",
+_, VIEWS = app.build_page("toy")
+CONTROLS = replace(Controls(), pair="toy", prompt="the cat", verifier="rrs", branching="3,2",
                    temperature=1.0, seed=2, max_new_tokens=40)
 
 
@@ -27,8 +31,31 @@ def _quiet_warnings():
         yield
 
 
+def raw(controls) -> dict:
+    """The controls as the front end hands them over, by field name (values are not converted)."""
+    return {f.name: getattr(controls, f.name) for f in fields(Controls)}
+
+
 def step(session, controls=CONTROLS):
-    return app.step_handler(session, *astuple(controls))
+    return VIEWS.named(ui_controls.step(VIEWS, VIEWS.inputs(session, **raw(controls)), progress=None))
+
+
+def scrub(session, position):
+    return VIEWS.named(tree_view.scrub(VIEWS, session, position))
+
+
+def inspect_node(session, position, node_id):
+    panel = VIEWS.panels[1]
+    out = inspector.inspect(panel, session, position, node_id)
+    return out[panel.plot], out[panel.tests]
+
+
+def import_trace(session, path):
+    return VIEWS.named(trace_io.import_trace(VIEWS, session, path))
+
+
+def baseline(session):
+    return VIEWS.named(run_stats.baseline(VIEWS, session, progress=None))
 
 
 def figure_json(fig) -> dict:
@@ -43,7 +70,7 @@ def tree_counts(views) -> dict[str, int]:
 @pytest.fixture(scope="module")
 def three_steps():
     views, history = None, []
-    session = app.Session()
+    session = Session()
     for _ in range(3):
         views = step(session)
         session = views.session
@@ -73,7 +100,7 @@ def test_highlighted_text_is_the_generated_text(three_steps):
 def test_scrub_back_to_step_one_replays_it_without_recomputation(three_steps, monkeypatch):
     monkeypatch.setattr(models, "load_pair", _no_models)
     session = three_steps[-1].session
-    views = app.scrub_handler(session, 1)
+    views = scrub(session, 1)
     assert views.session is session
     assert figure_json(views.tree) == figure_json(three_steps[0].tree)
     assert views.slider["value"] == 1 and "Step 1 of 3" in views.status
@@ -83,7 +110,7 @@ def test_scrub_back_to_step_one_replays_it_without_recomputation(three_steps, mo
 def test_node_inspector_shows_the_tests_of_the_chosen_node(three_steps):
     session = three_steps[-1].session
     step_record = session.steps[-1]
-    plot, table = app.node_handler(session, 3, 0)
+    plot, table = inspect_node(session, 3, 0)
     visit = visit_at(step_record, 0)
     tests = [row for row in table["data"] if row[0] == "test"]
     assert len(tests) == len(visit.tests)
@@ -93,14 +120,14 @@ def test_node_inspector_shows_the_tests_of_the_chosen_node(three_steps):
 
 def test_export_then_import_replays_the_same_figures(three_steps, monkeypatch):
     live = three_steps[-1].session
-    path, status = app.export_handler(live)
+    path, status = trace_io.export(live)
     assert "3 steps" in status
     assert trace_from_json(open(path, encoding="utf-8").read()) == live.trace
     monkeypatch.setattr(models, "load_pair", _no_models)  # a replay needs no model
-    imported = app.import_handler(app.Session(), path)
+    imported = import_trace(Session(), path)
     assert imported.session.run is None and "Imported a trace of 3 steps" in imported.status
     for position in (1, 2, 3):
-        a, b = app.scrub_handler(live, position), app.scrub_handler(imported.session, position)
+        a, b = scrub(live, position), scrub(imported.session, position)
         assert figure_json(a.tree) == figure_json(b.tree)
         assert figure_json(a.node_plot) == figure_json(b.node_plot)
         assert a.tests == b.tests and a.text == b.text
@@ -121,7 +148,7 @@ def _no_models(*args, **kwargs):
     (dict(pair="custom", target="", draft=""), "needs both a target and a draft"),
     (dict(pair="custom", target="/no/such/folder", draft="/no/such/draft"), "not found"),
     (dict(pair="martian"), "unknown model pair"),
-    (dict(shape=app.SHAPES[1], sequences=4, depth=2, verifier="rrs_wor"), "i.i.d."),
+    (dict(shape=SHAPES[1], sequences=4, depth=2, verifier="rrs_wor"), "i.i.d."),
 ])
 def test_bad_input_gives_a_message_and_keeps_the_session(three_steps, change, message):
     session = three_steps[-1].session
@@ -142,30 +169,31 @@ def test_a_bad_trace_file_gives_a_clear_message(tmp_path, three_steps, body, mes
     path = tmp_path / "bad.json"
     path.write_bytes(body)
     session = three_steps[-1].session
-    views = app.import_handler(session, str(path))
+    views = import_trace(session, str(path))
     assert views.status.startswith("⚠️") and message in views.status.replace("\\", "")
     assert views.session is session
 
 
 def test_an_inconsistent_trace_is_refused_with_a_message(tmp_path, three_steps):
-    path, _ = app.export_handler(three_steps[-1].session)
+    path, _ = trace_io.export(three_steps[-1].session)
     body = json.loads(open(path, encoding="utf-8").read())
     body["steps"][0]["nodes"][1]["status"] = "bogus"
     bad = tmp_path / "inconsistent.json"
     bad.write_text(json.dumps(body), encoding="utf-8")
-    views = app.import_handler(app.Session(), str(bad))
+    views = import_trace(Session(), str(bad))
     assert views.status.startswith("⚠️") and "cannot be drawn" in views.status
 
 
 def test_export_with_nothing_to_export_says_so():
-    path, status = app.export_handler(app.Session())
+    path, status = trace_io.export(Session())
     assert path is None and "Nothing to export" in status
 
 
 # ---- runs, sessions, reset ---------------------------------------------------------------------------
 def test_run_streams_every_step_until_the_budget_then_step_says_finished():
     controls = replace(CONTROLS, max_new_tokens=6, seed=4)
-    frames = list(app.run_handler(app.Session(), *astuple(controls)))
+    inputs = VIEWS.inputs(Session(), **raw(controls))
+    frames = [VIEWS.named(out) for out in ui_controls.run(VIEWS, inputs, progress=None)]
     final = frames[-1].session
     assert [len(f.session.steps) for f in frames] == list(range(1, len(final.steps) + 1))
     assert final.run.stop_reason in ("max_new_tokens", "eos") and "finished" in frames[-1].status
@@ -182,7 +210,7 @@ def test_changing_a_control_starts_a_new_run(three_steps):
 def test_sessions_are_independent(three_steps):
     """Two users stepping at once: each one's records live only in its own session."""
     a = three_steps[1].session
-    b = step(app.Session(), replace(CONTROLS, seed=99)).session
+    b = step(Session(), replace(CONTROLS, seed=99)).session
     a2 = step(a).session
     assert len(a.steps) == 2 and len(a2.steps) == 3 and len(b.steps) == 1
     assert a2.steps[:2] == a.steps
@@ -191,12 +219,12 @@ def test_sessions_are_independent(three_steps):
 
 
 def test_reset_clears_every_view(three_steps):
-    views = app.reset_handler(three_steps[-1].session)
-    assert views.session == app.Session() and views.tree is None and views.text == []
+    views = VIEWS.named(ui_controls.reset(VIEWS, three_steps[-1].session))
+    assert views.session == Session() and views.tree is None and views.text == []
 
 
 def test_baseline_adds_the_target_alone_to_the_speed_chart(three_steps):
-    views = app.baseline_handler(three_steps[-1].session)
+    views = baseline(three_steps[-1].session)
     base = views.session.baseline
     assert base is not None and 1 <= base.tokens <= len(three_steps[-1].session.run.generated_ids)
     assert base.forwards == base.tokens  # one target forward per token (it stops early at <eos>)
@@ -205,7 +233,7 @@ def test_baseline_adds_the_target_alone_to_the_speed_chart(three_steps):
 
 
 def test_baseline_without_a_run_says_what_to_do():
-    views = app.baseline_handler(app.Session())
+    views = baseline(Session())
     assert views.status.startswith("⚠️") and "Step or Run first" in views.status
 
 
@@ -213,16 +241,16 @@ def test_baseline_without_a_run_says_what_to_do():
 def test_verifier_dropdown_marks_the_lossy_ones():
     from decoding.verify.registry import VERIFIERS
 
-    labels = dict((key, label) for label, key in app.verifier_choices())
+    labels = dict((key, label) for label, key in ui_controls.verifier_choices())
     assert set(labels) == set(VERIFIERS)
     for key, entry in VERIFIERS.items():
         assert ("lossy" in labels[key]) == (not entry.lossless)
 
 
 def test_pair_change_swaps_an_example_prompt_and_shows_custom_boxes():
-    target, draft, prompt = app.pair_changed("toy", app.example_prompts()["text"][0])
-    assert prompt["value"] == app.example_prompts()["toy"][0] and target["visible"] is False
-    target, _, prompt = app.pair_changed("custom", "my own prompt")
+    target, draft, prompt = ui_controls.pair_changed("toy", ui_controls.example_prompts()["text"][0])
+    assert prompt["value"] == ui_controls.example_prompts()["toy"][0] and target["visible"] is False
+    target, _, prompt = ui_controls.pair_changed("custom", "my own prompt")
     assert target["visible"] is True and "value" not in prompt
 
 
@@ -241,9 +269,9 @@ def test_build_app_and_command_line_defaults(monkeypatch):
 
 @pytest.mark.slow
 def test_embedded_pair_steps_a_322_tree():
-    controls = replace(app.Controls(), pair="embedded", prompt="Why is the sky blue?", verifier="rrs_wor",
+    controls = replace(Controls(), pair="embedded", prompt="Why is the sky blue?", verifier="rrs_wor",
                        branching="3,2,2", seed=0)
-    views = step(app.Session(), controls)
+    views = step(Session(), controls)
     views = step(views.session, controls)
     steps = views.session.steps
     assert len(steps) == 2 and "⚠️" not in views.status
@@ -264,23 +292,23 @@ def test_every_verifier_steps_and_draws_on_the_toy_pair(key):
 
     k = min(3, VERIFIERS[key].max_candidates or 3)
     controls = replace(CONTROLS, verifier=key, branching=f"{k},{k}", seed=5)
-    views, session = None, app.Session()
+    views, session = None, Session()
     for _ in range(3):
         views = step(session, controls)
         assert "⚠️" not in views.status, views.status
         session = views.session
     for position in range(1, len(session.steps) + 1):
-        shown = app.scrub_handler(session, position)
+        shown = scrub(session, position)
         record = session.steps[position - 1]
         assert tree_counts(shown) == record.status_counts()
         for node in {v.node for v in record.visits}:
-            plot, table = app.node_handler(session, position, node)
+            plot, table = inspect_node(session, position, node)
             tests = [row for row in table["data"] if row[0] == "test"]
             assert len(tests) == len(visit_at(record, node).tests)
 
 
 def test_preload_warms_the_cache_and_never_raises(caplog):
-    app.preload("toy")
-    app.preload("martian")  # a failure is logged, not raised: the user sees it on Step
+    decode.preload("toy")
+    decode.preload("martian")  # a failure is logged, not raised: the user sees it on Step
     assert "preloading the martian pair failed" in caplog.text
     assert app.parse_args(["--no-preload"]).no_preload is True

@@ -1,4 +1,4 @@
-"""Deliberately broken verifiers (VERIFIERS.md §11.3) fail the same exactness check the real ones pass.
+"""Deliberately broken verifiers (docs/verifiers.md §11.3) fail the same exactness check the real ones pass.
 
 Each case mixes the variant's exact conditional law over every candidate tuple of its law and measures
 TV(mixture, p); the correct verifier on the same case is exact to 1e-12, the broken one misses p by

@@ -1,6 +1,6 @@
 """decoding.verify.theory / optimal / theory_race / theory_wor against independent oracles.
 
-Oracles: the reference numbers of VERIFIERS.md §12 and §7.2, exact enumeration through the
+Oracles: the reference numbers of docs/verifiers.md §12 and §7.2, exact enumeration through the
 registry's `conditional` (which also checks the verifier library), the 2^V min-cut, the LP of
 §5.1 and plain enumeration of the candidate laws.
 """
@@ -16,7 +16,7 @@ import torch
 from scipy.optimize import linprog
 
 from decoding.verify import laws, optimal, theory
-from decoding.verify.registry import VERIFIERS
+from decoding.verify.registry import VERIFIERS, node_level_keys
 from decoding.verify.theory_race import wor_inclusion, wor_miss_prefixes
 from decoding.verify.theory_wor import rrs_wor_acceptance
 
@@ -25,7 +25,7 @@ def t64(values) -> torch.Tensor:
     return torch.tensor(values, dtype=torch.float64)
 
 
-P12 = t64([0.50, 0.30, 0.15, 0.05])  # VERIFIERS.md §12
+P12 = t64([0.50, 0.30, 0.15, 0.05])  # docs/verifiers.md §12
 Q12 = t64([0.20, 0.50, 0.20, 0.10])
 
 
@@ -139,7 +139,7 @@ def test_section_12_spectr_rho(k, rho):
     assert acceptance(P12, Q12, k) == pytest.approx(float(torch.minimum(P12, rho_star * Q12).sum()))
 
 
-FIG2 = [  # t, opt, K-SEQ, RRS, RRS-w/o (VERIFIERS.md §7.2, Khisti et al. Fig. 2 toy)
+FIG2 = [  # t, opt, K-SEQ, RRS, RRS-w/o (docs/verifiers.md §7.2, Khisti et al. Fig. 2 toy)
     (0.0, 0.8889, 0.8114, 0.7778, 0.8333),
     (0.1, 0.9889, 0.8814, 0.8444, 0.8833),
     (0.2, 1.0, 0.9449, 0.9111, 0.9333),
@@ -162,7 +162,7 @@ def test_fig2_toy_table(t, opt, kseq, rrs, rrs_wor):
 # ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("key", list(VERIFIERS))
+@pytest.mark.parametrize("key", node_level_keys())
 def test_acceptance_matches_registry_enumeration(key):
     for p, q in instances(24, seed=list(VERIFIERS).index(key)):
         for k in ks(key, p.shape[0]):
@@ -220,7 +220,7 @@ def test_registry_monte_carlo_route_is_unbiased():
 def test_output_law_of_lossless_verifiers_is_p():
     g = torch.Generator().manual_seed(8)
     p, q = random_law(4, g), random_law(4, g)
-    for key, entry in VERIFIERS.items():
+    for key, entry in ((k, VERIFIERS[k]) for k in node_level_keys()):
         k = min(2, entry.max_candidates or 2)
         out = theory.output_law(key, p, q, k)
         assert torch.allclose(out.sum(), torch.tensor(1.0, dtype=torch.float64))
@@ -286,7 +286,7 @@ def test_optimal_k1_is_one_minus_tv_and_bounds_are_ordered():
 
 def test_lossless_verifiers_stay_below_the_optimum_of_their_law():
     for p, q in instances(40, seed=13, v_max=6):
-        for key, entry in VERIFIERS.items():
+        for key, entry in ((k, VERIFIERS[k]) for k in node_level_keys()):
             for k in ks(key, p.shape[0]):
                 alpha = theory.acceptance(key, p, q, k).value
                 if entry.lossless:
@@ -364,7 +364,7 @@ def test_degenerate_inputs_give_finite_values_and_inputs_are_untouched():
     ]
     for p, q in cases:
         p0, q0 = p.clone(), q.clone()
-        for key in VERIFIERS:
+        for key in node_level_keys():
             for k in ks(key, V):
                 a = theory.acceptance(key, p, q, k)
                 assert math.isfinite(a.value) and 0.0 <= a.value <= 1.0
@@ -400,7 +400,7 @@ def llm_like(V: int, seed: int, temperature: float) -> tuple[torch.Tensor, torch
 
 def test_large_vocabulary_every_key_and_law():
     p, q = llm_like(49152, seed=0, temperature=0.8)
-    for key, entry in VERIFIERS.items():
+    for key, entry in ((k, VERIFIERS[k]) for k in node_level_keys()):
         for k in (1, 2, 3):
             if entry.max_candidates is not None and k > entry.max_candidates:
                 continue

@@ -1,4 +1,4 @@
-"""Tree-level exactness (VERIFIERS.md §11.2): a (2, 2) draft tree over V = 3.
+"""Tree-level exactness (docs/verifiers.md §11.2): a (2, 2) draft tree over V = 3.
 
 Every prefix up to depth 2 has its own p and q. Every draft tree is enumerated with its probability
 (children drawn per node with the verifier's law, each child's subtree drafted independently); the

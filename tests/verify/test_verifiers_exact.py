@@ -1,5 +1,5 @@
-"""Exact losslessness of every lossless verifier (VERIFIERS.md §11.1), the registry contract, and the
-reference numbers and step traces of VERIFIERS.md §12 and §9.2."""
+"""Exact losslessness of every lossless verifier (docs/verifiers.md §11.1), the registry contract, and the
+reference numbers and step traces of docs/verifiers.md §12 and §9.2."""
 
 from __future__ import annotations
 
@@ -9,19 +9,19 @@ import pytest
 import torch
 
 from decoding.verify import laws
-from decoding.verify.registry import VERIFIERS, lossless_keys
+from decoding.verify.registry import VERIFIERS, lossless_keys, node_level_keys
 from decoding.verify.rules import spectr, typical
 from tests.verifier_oracles import adversarial_pairs, allowed_ks, dirichlet_pair, mixed_law, tuple_laws
 
 F64 = torch.float64
-P12 = torch.tensor([0.50, 0.30, 0.15, 0.05], dtype=F64)  # VERIFIERS.md §12: V = {A, B, C, D}
+P12 = torch.tensor([0.50, 0.30, 0.15, 0.05], dtype=F64)  # docs/verifiers.md §12: V = {A, B, C, D}
 Q12 = torch.tensor([0.20, 0.50, 0.20, 0.10], dtype=F64)
 A, B, C, D = 0, 1, 2, 3
 KEYS = ["sd", "rrs", "rrs_wor", "spectr", "spechub", "khisti_is", "hu_greedy", "pointmass", "greedy", "typical"]
 
 
 def test_registry_keys_laws_and_badges():
-    assert list(VERIFIERS) == KEYS
+    assert node_level_keys() == KEYS  # tree-level entries: tests/verify/test_tree_level*.py
     expected_law = {
         "sd": "iid",
         "rrs": "iid",
@@ -34,13 +34,14 @@ def test_registry_keys_laws_and_badges():
         "greedy": "any",
         "typical": "any",
     }
-    for key, entry in VERIFIERS.items():
+    for key in KEYS:
+        entry = VERIFIERS[key]
         assert entry.name == key
         assert str(entry.law) == expected_law[key] and entry.law is laws.get(expected_law[key])
         assert entry.lossless == (key not in ("greedy", "typical"))
         assert entry.title and entry.paper and entry.description and "\n" not in entry.description
     assert VERIFIERS["sd"].max_candidates == 1 and VERIFIERS["spechub"].max_candidates == 2
-    assert lossless_keys() == [k for k in KEYS if k not in ("greedy", "typical")]
+    assert [k for k in lossless_keys() if k in KEYS] == [k for k in KEYS if k not in ("greedy", "typical")]
 
 
 def _cases(V: int, seed: int):
@@ -58,7 +59,7 @@ def _ks(entry, law: str, V: int) -> list[int]:
     return [k for k in allowed_ks(entry, law, V) if not (law == "iid" and V == 6 and k == 4)]
 
 
-@pytest.mark.parametrize("key", lossless_keys())
+@pytest.mark.parametrize("key", [k for k in lossless_keys() if k in node_level_keys()])
 def test_mixing_conditional_over_every_tuple_gives_p(key):
     entry = VERIFIERS[key]
     worst = 0.0

@@ -1,1 +1,1 @@
-"""One module per verification algorithm (VERIFIERS.md). The registry lives in decoding/verify/registry.py."""
+"""One module per verification algorithm (docs/verifiers.md). The registry lives in decoding/verify/registry.py."""

@@ -98,7 +98,7 @@ def final_residual(r: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
     """The law to draw from after every rejection: r normalised, or p when r holds no mass.
 
     r holds no mass only when rejection had probability ~0 (float artefacts, p = q), so any
-    fallback keeps the output law; p is the natural one (VERIFIERS.md §2 pitfalls). A copy of p, so a
+    fallback keeps the output law; p is the natural one (docs/verifiers.md §2 pitfalls). A copy of p, so a
     verdict never aliases the caller's tensor; r itself when it is already normalised.
     """
     total = float(r.sum())

@@ -1,4 +1,4 @@
-"""Greedy token matching (SpecInfer VerifyGreedy; Medusa/EAGLE at temperature 0), VERIFIERS.md §9.1. LOSSY.
+"""Greedy token matching (SpecInfer VerifyGreedy; Medusa/EAGLE at temperature 0), docs/verifiers.md §9.1. LOSSY.
 
 Node level: accept the first candidate equal to a* = argmax p (lowest id on ties); if none matches,
 emit a*. The output is always a*, i.e. greedy decoding of the target: lossless only when p is one-hot,

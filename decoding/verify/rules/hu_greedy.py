@@ -1,4 +1,4 @@
-"""Hu et al. (ICLR 2025) greedy draft sampler and its verifier, VERIFIERS.md §7.3.
+"""Hu et al. (ICLR 2025) greedy draft sampler and its verifier, docs/verifiers.md §7.3.
 
 Candidates: the top-(k-1) tokens T of q (deterministic), then one y ~ q' = q restricted to V \\ T
 (uniform there when q has no mass left, as laws.sample draws it). Verification is SD of y against q':

@@ -1,4 +1,4 @@
-"""Importance-sampling selection + SD (Khisti et al., ICLR 2025, canonical form), VERIFIERS.md §7.2.
+"""Importance-sampling selection + SD (Khisti et al., ICLR 2025, canonical form), docs/verifiers.md §7.2.
 
 k i.i.d. candidates x_1..x_k ~ q. Step 1 (SIR) selects one index with probability proportional to
 its weight w(x_i) = p(x_i)/q(x_i). Step 2 is single-draft SD of the selected token y against p,

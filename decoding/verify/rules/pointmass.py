@@ -1,4 +1,4 @@
-"""Point-mass ("naive") verification for deterministic candidate sets (EAGLE-2/3, MCSD MCNS), VERIFIERS.md §8.
+"""Point-mass ("naive") verification for deterministic candidate sets (EAGLE-2/3, MCSD MCNS), docs/verifiers.md §8.
 
 RRS with q = delta_x for each candidate: r <- p; for each distinct candidate x in the given order,
 accept if u <= r(x), else zero x in r and renormalise; finally y ~ r. Equivalent in law to drawing

@@ -1,4 +1,4 @@
-"""Recursive rejection sampling with replacement (SpecInfer "MSS", MCSD), VERIFIERS.md §3.
+"""Recursive rejection sampling with replacement (SpecInfer "MSS", MCSD), docs/verifiers.md §3.
 
 Candidates are k i.i.d. draws from q, tested in draw order against the running residual r:
     r <- p; for each x_i: accept if u <= r(x_i)/q(x_i), else r <- norm((r - q)_+); finally y ~ r.

@@ -1,4 +1,4 @@
-"""Standard speculative sampling (Leviathan et al. 2023; Chen et al. 2023), VERIFIERS.md §2.
+"""Standard speculative sampling (Leviathan et al. 2023; Chen et al. 2023), docs/verifiers.md §2.
 
 One candidate x ~ q: accept with probability min(1, p(x)/q(x)), otherwise emit y ~ norm((p - q)_+).
 Acceptance is 1 - TV(p, q), the optimal single-draft value.

@@ -1,4 +1,4 @@
-"""SpecHub (Sun, Zhou, Chen, Sun; EMNLP 2024), VERIFIERS.md §6.3.
+"""SpecHub (Sun, Zhou, Chen, Sun; EMNLP 2024), docs/verifiers.md §6.3.
 
 Two candidates drawn as a hub pair, a = argmax q (the hub, lowest id on ties):
     x1 ~ q; if x1 = a then x2 ~ q restricted to V \\ {a}, else x2 = a.

@@ -1,4 +1,4 @@
-"""SpecTr K-SEQ (Sun et al., NeurIPS 2023), VERIFIERS.md §5.2.
+"""SpecTr K-SEQ (Sun et al., NeurIPS 2023), docs/verifiers.md §5.2.
 
 k i.i.d. candidates, each tested with a damped SD test u <= p(x)/(rho q(x)); if all fail, emit
     y ~ norm(p - min(q, p/rho) (1 - (1 - beta)^k) / beta),   beta(rho) = sum_x min(q(x), p(x)/rho).

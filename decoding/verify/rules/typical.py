@@ -1,4 +1,4 @@
-"""Medusa typical acceptance (Cai et al. 2024, Medusa evaluate_posterior), VERIFIERS.md §9.2. LOSSY.
+"""Medusa typical acceptance (Cai et al. 2024, Medusa evaluate_posterior), docs/verifiers.md §9.2. LOSSY.
 
 A candidate x is typical iff p(x) > min(eps, delta exp(-H(p))), H the entropy of p in nats, with
 Medusa's medusa_generate defaults eps = 0.09 (posterior_threshold), delta = 0.3 (posterior_alpha).

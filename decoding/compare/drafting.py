@@ -1,0 +1,97 @@
+"""Draft one tree per candidate law with common random numbers, feeding the draft model one forest.
+
+Level by level: the forest of all trees so far is fed to the draft (ONE draft forward per depth,
+whatever the number of laws); each law's tree then draws its candidates at each node from that
+node's q, driven by the uniforms of the node's SLOT (its position in the tree shape: draw indices
+from the root). Every law reads the same uniforms at the same slot, so the trees differ only where
+the laws force it (crn.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from decoding.models.treelm import TreeLM
+from decoding.run.config import DecodeConfig
+from decoding.verify import crn, sampling
+from decoding.verify.forest import Forest, build_forest
+from decoding.verify.tree import DraftTree
+
+Warp = Callable[..., torch.Tensor]
+SEQUENCES = "sequences"
+
+
+@dataclass(frozen=True)
+class ForestDraft:
+    groups: tuple[str, ...]  # tree group (candidate law, or "sequences") of each tree, forest order
+    trees: tuple[DraftTree, ...]
+    forest: Forest
+    q: dict[int, torch.Tensor]  # forest node -> [V] float64 draft law (internal nodes only)
+    forwards: int
+
+    def rows(self, t: int, p_forest: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Tree t's p [N, V], q [N, V] (zero rows at leaves) and has_q [N] from the forest's rows."""
+        ids = torch.tensor(self.forest.maps[t], dtype=torch.long)
+        p = p_forest.index_select(0, ids)  # [N, V]
+        q = torch.zeros_like(p)
+        has_q = torch.zeros(len(ids), dtype=torch.bool)
+        for node, f in enumerate(self.forest.maps[t]):
+            if f in self.q and not self.trees[t].is_leaf(node):
+                q[node], has_q[node] = self.q[f], True
+        return p, q, has_q
+
+
+class _Uniforms:
+    """Lazily drawn uniforms per slot: the same slot gets the same uniforms in every law's tree."""
+
+    def __init__(self, generator: torch.Generator) -> None:
+        self.generator, self.by_slot = generator, {}
+
+    def at(self, slot: tuple[int, ...], k: int) -> list[float]:
+        have = self.by_slot.setdefault(slot, [])
+        while len(have) < k:
+            have.append(sampling.uniform(self.generator))
+        return have[:k]
+
+
+def draft_forest(draft: TreeLM, root_token: int, config: DecodeConfig, groups: list[str],
+                 generator: torch.Generator, *, warp: Warp = sampling.warp) -> ForestDraft:
+    """Draft every group's tree (depth = config.tree_depth) in config.tree_depth draft forwards."""
+    trees = [DraftTree.root(root_token) for _ in groups]
+    slots: list[dict[int, tuple[int, ...]]] = [{0: ()} for _ in groups]
+    uniforms, q, f0 = _Uniforms(generator), {}, draft.forwards
+    for depth in range(config.tree_depth):
+        forest = build_forest(trees)
+        level = forest.tree.nodes_at_depth(depth)
+        probs = warp(draft.logits(forest.tree, level), config.temperature, config.top_k, config.top_p)  # [n, V]
+        q.update(zip(level, probs, strict=True))
+        for t, group in enumerate(groups):
+            for node in trees[t].nodes_at_depth(depth):
+                u = uniforms.at(slots[t][node], _width(trees[t], node, depth, config))
+                trees[t] = _draw(trees[t], node, q[forest.maps[t][node]], group, u, slots[t])
+    forest = build_forest(trees)
+    draft.logits(forest.tree, [])  # no forward: the draft learns the leaves, for commit
+    return ForestDraft(tuple(groups), tuple(trees), forest, q, draft.forwards - f0)
+
+
+def _width(tree: DraftTree, node: int, depth: int, config: DecodeConfig) -> int:
+    if config.sequences:
+        return config.sequences if node == 0 else tree.draws[tree.parents[node]].count(node)
+    return config.branching[depth]
+
+
+def _draw(tree: DraftTree, node: int, q_node: torch.Tensor, group: str, u: list[float],
+          slots: dict[int, tuple[int, ...]]) -> DraftTree:
+    """Draw len(u) candidates at `node` with the group's law; new children get slot = parent's + (draw index,)."""
+    k = len(u)
+    law = "iid" if group == SEQUENCES else group
+    tokens = crn.sample(law, q_node, k, u)
+    before = len(tree)
+    tree = tree.add_draws(node, tokens, merge=group == SEQUENCES)
+    for i, child in enumerate(tree.draws[node]):
+        if child >= before:
+            slots.setdefault(child, slots[node] + (i,))
+    return tree

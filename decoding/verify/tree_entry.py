@@ -1,0 +1,146 @@
+"""A tree-level verifier: one registry entry that judges a whole drafted tree at once.
+
+Token-level entries (entry.py) decide node by node and the walk lifts them to a tree. Sequence-level
+verifiers (block verification, traversal verification, Medusa's typical acceptance over paths) decide
+on a whole path or tree, with one coin per position, so they provide the two tree functions directly:
+    judge(tree, p, q, generator) -> TreeWalk   the accepted path, the emitted tokens and, in order,
+                                               every test the verifier made (TreeEvent story);
+    step_law(tree, p, q) -> list[Outcome]      the exact law of the step's outcome (step_law.py).
+They have no node-level `verify`/`conditional`: nothing may lift them node by node (level = "tree").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+from decoding.verify import laws
+from decoding.verify.step_law import Outcome
+from decoding.verify.tree import DraftTree
+from decoding.verify.walk import Walk
+
+
+@dataclass(frozen=True)
+class TreeEvent:
+    """One entry of a tree-level verifier's story, in the order it happened.
+
+    kind: block "coin" (position i: h_i, eta_i), "tau"; traversal "try" (a leaf tested with its
+    weight w), "delete" (a rejected leaf removed, its parent's rows updated); typical_medusa
+    "typical" (one candidate's test), "choose"; every verifier ends with "emit".
+    """
+
+    kind: str
+    node: int  # the tree node this event is about
+    token: int  # that node's token (the emitted token for "emit")
+    numerator: float | None = None
+    denominator: float | None = None
+    threshold: float | None = None  # the probability tested (h_i, w(leaf)) or the value computed
+    uniform: float | None = None  # the coin, when one was drawn
+    passed: bool | None = None
+    label: str = ""  # what the numbers are
+    note: str = ""  # why, in words
+    target: torch.Tensor | None = None  # [V] updated target row (delete) or the emission law (emit)
+    draft: torch.Tensor | None = None  # [V] updated draft row (delete)
+
+
+@dataclass(frozen=True)
+class TreeWalk(Walk):
+    """A Walk (visits stay empty) plus the tree-level story and the nodes the verifier rejected."""
+
+    events: tuple[TreeEvent, ...] = ()
+    rejected: tuple[int, ...] = ()
+
+
+JudgeFn = Callable[[DraftTree, torch.Tensor, torch.Tensor, torch.Generator], TreeWalk]
+LawFn = Callable[[DraftTree, torch.Tensor, torch.Tensor], list[Outcome]]
+ShapeFn = Callable[[DraftTree], str | None]
+
+
+@dataclass(frozen=True)
+class TreeVerifier:
+    """A tree-level verifier with the registry's metadata (same fields as a token-level Verifier).
+
+    shape(tree) -> None when the verifier is defined on this tree, else a one-line refusal.
+    max_candidates bounds the draws per node (block: 1, a chain), checked on configs by check_k.
+    """
+
+    name: str
+    title: str
+    lossless: bool
+    law: laws.Law  # the candidate law drafting must use at every node (a name is looked up: laws.get)
+    max_candidates: int | None
+    description: str
+    paper: str
+    judge_fn: JudgeFn = field(repr=False)
+    law_fn: LawFn = field(repr=False)
+    shape: ShapeFn = field(repr=False)
+    shapes: str = ""  # the supported shapes, in words
+
+    level = "tree"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "law", laws.get(self.law))
+
+    def judge(self, tree: DraftTree, p: torch.Tensor, q: torch.Tensor, generator: torch.Generator) -> TreeWalk:
+        """Verify the whole tree (p, q: [N, V] rows; q rows of leaves unused)."""
+        self._check_shape(tree)
+        return self.judge_fn(tree, p, q, generator)
+
+    def step_law(self, tree: DraftTree, p: torch.Tensor, q: torch.Tensor) -> list[Outcome]:
+        """The exact law of this step's outcome given the tree."""
+        self._check_shape(tree)
+        return sorted(self.law_fn(tree, p, q), key=lambda o: o.path)
+
+    def sample(self, q: torch.Tensor, k: int, generator: torch.Generator) -> list[int]:
+        """k candidates from q with the law this verifier assumes, in draw order (for drafting)."""
+        self.check_k(k)
+        return self.law.sample(q, k, generator)
+
+    def check_k(self, k: int) -> None:
+        if k < 1:
+            raise ValueError(f"verifier {self.name!r} needs at least one candidate per node, got {k}")
+        if self.max_candidates is not None and k > self.max_candidates:
+            raise ValueError(f"verifier {self.name!r} ({self.title}) supports {self.shapes}; got {k} "
+                             f"candidates at a node")
+
+    def _check_shape(self, tree: DraftTree) -> None:
+        refusal = self.shape(tree)
+        if refusal is not None:
+            raise ValueError(f"verifier {self.name!r} ({self.title}): {refusal}")
+
+
+def chain_nodes(tree: DraftTree) -> list[int] | None:
+    """[0, n_1, ..., n_g] when the tree is one chain (at most one draw per node), else None."""
+    nodes = [0]
+    while tree.draws[nodes[-1]]:
+        if len(tree.draws[nodes[-1]]) != 1:
+            return None
+        nodes.append(tree.draws[nodes[-1]][0])
+    return nodes
+
+
+def weight_step(w_parent: float, p_x: float, q_x: float) -> float:
+    """min(1, w(parent) p(x)/q(x)); 0 for a token q could not have drawn (a warp mismatch)."""
+    return min(1.0, w_parent * p_x / q_x) if q_x > 0 else 0.0
+
+
+def weighted_residual(w: float, p_row: torch.Tensor, q_row: torch.Tensor) -> tuple[torch.Tensor, float]:
+    """((w p - q)_+ [V], its mass S): the un-normalised residual both sequence-level verifiers use."""
+    r = (w * p_row.to(torch.float64) - q_row.to(torch.float64)).clamp_(min=0.0)  # [V]
+    return r, float(r.sum())
+
+
+def updated_weight(w: float, mass: float) -> float:
+    """S / (S + 1 - w): block's h_i, traversal's new w(parent). 1 when w = 1 (then S + 1 - w = S)."""
+    if w >= 1.0:
+        return 1.0
+    return mass / (mass + 1.0 - w)
+
+
+def residual_law(r: torch.Tensor, mass: float, fallback: torch.Tensor) -> torch.Tensor:
+    """r / S [V], or the fallback row when r holds no mass (reached only with probability 0)."""
+    from decoding.verify.sampling import EPS_MASS
+
+    return r / mass if mass > EPS_MASS else fallback.to(torch.float64).clone()

@@ -1,0 +1,45 @@
+"""The compare figures and tables from recorded compare steps (toy pair); viz stays free of torch."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from decoding.compare import runs, session
+from decoding.models.pairs import load_pair
+from decoding.run.config import DecodeConfig
+from viz import compare as vc
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _record():
+    cfg = DecodeConfig(verifier="rrs", branching=(3, 2, 2), temperature=0.8, max_new_tokens=8)
+    run = session.start(load_pair("toy"), cfg, "the cat", ["rrs", "rrs_wor", "spectr", "pointmass"], mc_draws=60)
+    return run.step().compare
+
+
+def test_small_multiples_table_and_laws() -> None:
+    record = _record()
+    fig = vc.small_multiples(record)
+    assert len(fig.data) == 3 * len(record.verdicts)
+    rows = vc.node_table(record)
+    assert len(rows) == sum(len(v.visits) for v in record.verdicts) and len(rows[0]) == len(vc.TABLE_HEADERS)
+    laws = vc.length_law_figure(record)
+    assert len(laws.data) == 2 * len(record.verdicts)
+
+
+def test_runs_view() -> None:
+    cfg = DecodeConfig(verifier="rrs", branching=(2, 2), temperature=0.8, max_new_tokens=6)
+    res = runs.runs_json(runs.compare_runs(load_pair("toy"), cfg, "the cat", ["rrs", "rrs_wor"], [0, 1, 2]))
+    assert len(vc.runs_table(res)) == 2
+    for r in res.values():
+        assert r["ci95"][0] <= r["block_efficiency"] <= r["ci95"][1] and len(r["per_seed"]) == 3
+    assert len(vc.runs_figure(res).data) == 3
+
+
+def test_viz_compare_imports_no_torch() -> None:
+    code = "import sys, viz.compare; print([m for m in ('torch', 'gradio') if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

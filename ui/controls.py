@@ -1,0 +1,173 @@
+"""The controls (pair, prompt, verifier, tree shape, sampling), the Step/Run/Stop/Reset buttons and the
+status line; Step and Run read the controls through `Controls.from_raw`, the one boundary."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, fields
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from decoding.run import engine
+from decoding.verify.registry import VERIFIERS
+from ui import decode
+from ui.session import FIELDS, PAIRS, SHAPES, Controls, Session
+from ui.views import Out, Views, internal_error, md
+
+ASSETS = Path(__file__).resolve().parents[1] / "assets"
+PROGRESS = gr.Progress()  # Gradio gives each event its own tracker; this default holds no state
+
+
+@dataclass
+class ControlsPanel:
+    widgets: dict[str, Any]  # one widget per Controls field, by field name
+    verifier_info: gr.Markdown
+    step: gr.Button
+    run: gr.Button
+    stop: gr.Button
+    reset: gr.Button
+    status: gr.Markdown
+
+    @classmethod
+    def build(cls, default: Controls) -> ControlsPanel:
+        widgets, info = _widgets(default)
+        with gr.Row():
+            buttons = [gr.Button("Step", variant="primary", elem_id="step-btn"), gr.Button("Run", elem_id="run-btn"),
+                       gr.Button("Stop", variant="stop", elem_id="stop-btn"), gr.Button("Reset", elem_id="reset-btn")]
+        status = gr.Markdown("Press **Step** to draft and verify one tree.", elem_classes="specscope-status",
+                             elem_id="status")
+        return cls(widgets, info, *buttons, status)
+
+
+def _widgets(default: Controls) -> tuple[dict[str, Any], gr.Markdown]:
+    w: dict[str, Any] = {"pair": gr.Radio(PAIRS, value=default.pair, label="model pair (target p, draft q)")}
+    with gr.Row():
+        w["target"] = gr.Textbox(label="target model", placeholder="hub id or local folder", visible=False)
+        w["draft"] = gr.Textbox(label="draft model", placeholder="hub id or local folder", visible=False)
+    w["prompt"] = gr.Textbox(default.prompt, label="prompt", lines=3, max_length=4000)
+    examples = example_prompts()
+    gr.Examples([[p] for p in examples["text"] + examples["toy"]], inputs=[w["prompt"]], label="example prompts")
+    w["verifier"] = gr.Dropdown(verifier_choices(), value=default.verifier, label="verifier")
+    info = gr.Markdown(verifier_info(default.verifier))
+    w["shape"] = gr.Radio(list(SHAPES), value=default.shape, label="tree shape")
+    w["branching"] = gr.Textbox(default.branching, label="children per node at each depth", info="e.g. 3,2,2")
+    with gr.Row():
+        w["sequences"] = gr.Number(default.sequences, label="K sequences", precision=0, minimum=1, visible=False)
+        w["depth"] = gr.Number(default.depth, label="depth", precision=0, minimum=1, visible=False)
+    with gr.Accordion("sampling", open=False):
+        w["temperature"] = _slider("temperature", default, 0.05, "temperature (0 = greedy)")
+        w["top_k"] = gr.Number(default.top_k, label="top-k (0 = off)", precision=0, minimum=0)
+        w["top_p"] = _slider("top_p", default, 0.01, "top-p (1 = off)")
+        w["seed"] = gr.Number(default.seed, label="seed", precision=0, minimum=0)
+        w["max_new_tokens"] = _slider("max_new_tokens", default, 1, "max new tokens")
+    return {f.name: w[f.name] for f in fields(Controls)}, info
+
+
+def _slider(name: str, default: Controls, step: float, label: str) -> gr.Slider:
+    """A slider whose range is the boundary's (FIELDS), so the widget and the check agree."""
+    spec = FIELDS[name]
+    return gr.Slider(spec.minimum, spec.maximum, getattr(default, name), step=step, label=label,
+                     elem_id=f"{name.replace('_', '-')}-slider")
+
+
+def example_prompts() -> dict[str, list[str]]:
+    data = json.loads((ASSETS / "examples.json").read_text(encoding="utf-8"))
+    return {"text": list(data["text"]), "toy": list(data["toy"])}
+
+
+def verifier_choices() -> list[tuple[str, str]]:
+    def badge(e) -> str:
+        return " — custom" if getattr(e, "custom", False) else ("" if e.lossless else " — lossy")
+
+    return [(f"{e.title} ({key})" + badge(e), key) for key, e in VERIFIERS.items()]
+
+
+def verifier_info(key: str | None) -> str:
+    entry = VERIFIERS.get(key or "")
+    if entry is None:
+        return ""
+    loss = "lossless" if entry.lossless else "**lossy**: its output law differs from the target's"
+    most = f", at most {entry.max_candidates} candidates per node" if entry.max_candidates else ""
+    return f"{md(entry.description)}  \ncandidate law `{entry.law}`{most} · {loss}"
+
+
+def pair_changed(pair: str | None, prompt: str | None) -> tuple[dict, dict, dict]:
+    """Show the custom model boxes only for a custom pair; swap an example prompt to one that fits."""
+    examples = example_prompts()
+    custom = gr.update(visible=pair == "custom")
+    wanted = examples["toy"] if pair == "toy" else examples["text"]
+    other = examples["text"] if pair == "toy" else examples["toy"]
+    prompt = prompt or ""
+    new_prompt = gr.update(value=wanted[0]) if prompt in other or not prompt.strip() else gr.update()
+    return custom, custom, new_prompt
+
+
+def shape_changed(shape: str | None) -> tuple[dict, dict, dict]:
+    sequences = shape == SHAPES[1]
+    return gr.update(visible=not sequences), gr.update(visible=sequences), gr.update(visible=sequences)
+
+
+# ---- Step, Run, Reset: the handlers read every control through the boundary --------------------------
+def step(views: Views, values: dict, progress: gr.Progress = PROGRESS) -> Out:
+    """One speculative step: resume the run from its plain state, step once, redraw."""
+    session = values.get(views.state) or Session()
+    return views.guarded(session, lambda: _step_once(views, session, views.read_controls(values), progress))
+
+
+def _step_once(views: Views, session: Session, controls: Controls, progress: gr.Progress | None) -> Out:
+    note = decode.finished_note(session, controls)
+    if note:
+        return views.draw(session, status=note)
+    run, fresh = decode.open_run(session, controls, progress)
+    run.step()
+    return views.draw(decode.commit(session, controls, run, fresh))
+
+
+def run(views: Views, values: dict, progress: gr.Progress = PROGRESS) -> Iterator[Out]:
+    """Step until the run finishes, redrawing after every step (Stop cancels this event)."""
+    current = values.get(views.state) or Session()
+    try:
+        controls = views.read_controls(values)
+        note = decode.finished_note(current, controls)
+        if note:
+            yield views.draw(current, status=note)
+            return
+        live, fresh = decode.open_run(current, controls, progress)
+        for latest in _stream(current, controls, live, fresh):
+            current = latest
+            yield views.draw(current)
+    except ValueError as err:
+        yield views.problem(current, str(err))
+    except Exception as err:  # noqa: BLE001 - one user's failure must not take the app down
+        decode.log.exception("run failed")
+        yield views.problem(current, internal_error(err))
+
+
+def _stream(session: Session, controls: Controls, live: engine.Run, fresh: bool) -> Iterator[Session]:
+    while True:
+        record = live.step()
+        session = decode.commit(session, controls, live, fresh)
+        fresh = False
+        yield session
+        if record is None or live.done:
+            return
+
+
+def reset(views: Views, session: Session | None = None) -> Out:
+    return views.draw(Session(), status="Reset. Press **Step** to start a new run.")
+
+
+def wire(views: Views, panel: ControlsPanel, decode_queue: dict) -> None:
+    inputs = {views.state, *panel.widgets.values()}
+    panel.step.click(partial(step, views), inputs, views.outputs(), **decode_queue)
+    running = panel.run.click(partial(run, views), inputs, views.outputs(), **decode_queue)
+    panel.stop.click(None, None, None, cancels=[running])
+    panel.reset.click(partial(reset, views), [views.state], views.outputs(), cancels=[running])
+    w = panel.widgets
+    w["verifier"].change(verifier_info, [w["verifier"]], [panel.verifier_info], show_progress="hidden")
+    w["pair"].change(pair_changed, [w["pair"], w["prompt"]], [w["target"], w["draft"], w["prompt"]])
+    w["shape"].change(shape_changed, [w["shape"]], [w["branching"], w["sequences"], w["depth"]])

@@ -1,0 +1,81 @@
+"""The bridge from a session to `decoding.run`: load the pair, start or resume a run, commit its state.
+
+Models are process-wide, read-only and cached by `models.load_pair`; everything per user stays in
+the Session the handler returns.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import gradio as gr
+
+from decoding.models import pairs as models
+from decoding.run import engine
+from ui.session import PAIRS, Controls, Session
+
+log = logging.getLogger("specscope.app")
+
+
+def load(controls: Controls, progress: gr.Progress | None = None):
+    """The (cached, read-only) model pair the controls name; ModelLoadError with a readable message."""
+    kinds = [value for _, value in PAIRS]
+    if controls.pair not in kinds:
+        raise ValueError(f"unknown model pair {controls.pair!r}; choose one of: {', '.join(kinds)}")
+    if controls.pair == "custom" and not (controls.target.strip() and controls.draft.strip()):
+        raise ValueError("a custom pair needs both a target and a draft model: hub ids or local folders")
+    report = _reporter(progress)
+    report(0.0, f"loading the {controls.pair} model pair ...")
+    return models.load_pair(controls.pair, target=controls.target.strip() or None,
+                            draft=controls.draft.strip() or None, device=device(), progress=report)
+
+
+def device() -> str:
+    return os.environ.get("SPECSCOPE_DEVICE", "auto")
+
+
+def _reporter(progress: gr.Progress | None) -> Callable[..., None]:
+    """Adapt the loader's progress calls (a fraction and/or a message) to gr.Progress and the log."""
+    def report(*args: Any, **kwargs: Any) -> None:
+        desc = next((a for a in (*args, *kwargs.values()) if isinstance(a, str)), None)
+        frac = next((a for a in args if isinstance(a, (int, float)) and not isinstance(a, bool)), None)
+        if desc:
+            log.info("%s", desc)
+        if progress is not None:
+            progress(None if frac is None else min(max(float(frac), 0.0), 1.0), desc=desc)
+    return report
+
+
+def open_run(session: Session, controls: Controls, progress: gr.Progress | None) -> tuple[engine.Run, bool]:
+    """Resume the session's run when the controls are unchanged, else start a new one (fresh=True)."""
+    config = controls.config()  # validate before loading anything
+    pair = load(controls, progress)
+    if session.run is not None and session.controls == controls:
+        return engine.resume(pair, session.run), False
+    return engine.start(pair, config, controls.prompt), True
+
+
+def commit(session: Session, controls: Controls, run: engine.Run, fresh: bool) -> Session:
+    baseline = None if fresh else session.baseline
+    return replace(session, run=run.state, trace=run.trace(), controls=controls, baseline=baseline)
+
+
+def finished_note(session: Session, controls: Controls) -> str | None:
+    run = session.run
+    if run is not None and run.stop_reason and session.controls == controls:
+        return (f"This run has finished ({run.stop_reason}). Press **Reset** or change a control to "
+                "start a new one; the slider replays its steps.")
+    return None
+
+
+def preload(kind: str) -> None:
+    """Load the preselected pair once at start (models are cached per process), so the first
+    click does not wait for it; a failure is only logged: the user sees it on Step."""
+    try:
+        load(replace(Controls(), pair=kind))
+    except Exception:  # noqa: BLE001 - a background warm-up must never stop the app
+        log.exception("preloading the %s pair failed", kind)

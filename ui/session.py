@@ -1,0 +1,163 @@
+"""Per-user plain data (`Session`) and the control-value boundary (`Controls.from_raw`).
+
+The browser sends what its widgets hold, not what the handlers want: `null` for a hidden or
+cleared textbox (the first-click bug: `str(None)` became the model name "None"), floats from a
+gr.Number, numbers as strings through the API, NaN. `Controls.from_raw` is the one place these
+become typed values; every handler calls it, nothing downstream sees a raw front-end value.
+
+Decisions, for every field in FIELDS: a missing text (None) is the empty string, so a hidden box
+never becomes a model name, and an empty prompt or branching is refused downstream with its own
+message; a missing choice (pair, verifier, shape) takes its default; a missing number (None or a
+blank string: a cleared gr.Number) takes the field's default; a number given as a string is
+parsed; a whole-number field accepts 3.0 but not 3.5; NaN, infinities and text that is not a
+number are refused; a value outside the widget's range is refused with a message naming the range
+(never clamped: a silently changed setting would make the run differ from what the user asked).
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from decoding.run import engine
+from decoding.run.config import DecodeConfig, parse_branching
+from decoding.run.schema import Trace
+from decoding.verify.registry import VERIFIERS
+from viz import stats
+
+PAIRS = (("embedded: SmolLM2-135M + its int8 self-draft", "embedded"),
+         ("lookup: SmolLM2-135M + prompt-lookup draft", "lookup"),
+         ("toy: a 12-word language (instant)", "toy"),
+         ("custom: two hub ids or local folders", "custom"))
+SHAPES = ("branching per level", "K sequences x depth")
+
+
+@dataclass(frozen=True)
+class Field:
+    """How one control's raw value is read: its kind, its user-facing name and its widget's range."""
+
+    kind: type  # str, int or float
+    label: str
+    minimum: float | None = None
+    maximum: float | None = None
+    choice: bool = False  # a radio or dropdown: a missing value means its default, not ""
+
+
+FIELDS: dict[str, Field] = {
+    "pair": Field(str, "model pair", choice=True),
+    "target": Field(str, "target model"), "draft": Field(str, "draft model"),
+    "prompt": Field(str, "prompt"), "verifier": Field(str, "verifier", choice=True),
+    "shape": Field(str, "tree shape", choice=True),
+    "branching": Field(str, "branching"),
+    "sequences": Field(int, "K sequences", 1), "depth": Field(int, "depth", 1),
+    "temperature": Field(float, "temperature", 0.0, 2.0), "top_k": Field(int, "top-k", 0),
+    "top_p": Field(float, "top-p", 0.05, 1.0), "seed": Field(int, "seed", 0),
+    "max_new_tokens": Field(int, "max new tokens", 1, 256),
+}
+
+
+@dataclass(frozen=True)
+class Controls:
+    """The control values, typed; field order is the order of the app's control widgets."""
+
+    pair: str = "embedded"
+    target: str = ""
+    draft: str = ""
+    prompt: str = "Why is the sky blue?"
+    verifier: str = "rrs_wor"
+    shape: str = SHAPES[0]
+    branching: str = "3,2,2"
+    sequences: int = 4
+    depth: int = 4
+    temperature: float = 0.8
+    top_k: int = 0
+    top_p: float = 1.0
+    seed: int = 0
+    max_new_tokens: int = 48
+
+    @classmethod
+    def from_raw(cls, *values: Any, **named: Any) -> Controls:
+        """The boundary: raw front-end values (positional in field order, or by name) -> Controls.
+
+        ValueError with a one-line message a user can act on when a value cannot be read.
+        """
+        names = [f.name for f in fields(cls)]
+        if len(values) > len(names):
+            raise ValueError(f"expected at most {len(names)} control values, got {len(values)}")
+        raw = {**dict(zip(names, values, strict=False)), **named}
+        defaults = cls()
+        return cls(**{name: read_value(FIELDS[name], raw.get(name), getattr(defaults, name))
+                      for name in names})
+
+    def config(self) -> DecodeConfig:
+        """A validated DecodeConfig; ValueError with a readable message otherwise."""
+        if self.verifier not in VERIFIERS:
+            raise ValueError(f"unknown verifier {self.verifier!r}; choose one of: {', '.join(VERIFIERS)}")
+        common = dict(verifier=self.verifier, temperature=self.temperature, top_k=self.top_k, top_p=self.top_p,
+                      seed=self.seed, max_new_tokens=self.max_new_tokens)
+        if self.shape == SHAPES[1]:
+            return DecodeConfig(branching=(1,), sequences=self.sequences, depth=self.depth, **common)
+        return DecodeConfig(branching=parse_branching(self.branching), **common)
+
+
+def read_value(spec: Field, value: Any, default: Any) -> Any:
+    """One raw value -> its typed value (see the module docstring for the rules)."""
+    if spec.kind is str:
+        if value is None:
+            return default if spec.choice else ""
+        return value if isinstance(value, str) else str(value)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return default
+    number = _number(value, spec.label)
+    if spec.kind is int:
+        if number != int(number):
+            raise ValueError(f"{spec.label} must be a whole number, got {value!r}")
+        number = int(number)
+    _check_range(spec, number)
+    return number
+
+
+def _number(value: Any, label: str) -> float:
+    if isinstance(value, bool):
+        raise ValueError(f"{label} must be a number, got {value!r}")
+    try:
+        number = float(value.strip() if isinstance(value, str) else value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{label} must be a number, got {value!r}") from None
+    if not math.isfinite(number):
+        raise ValueError(f"{label} must be a finite number, got {value!r}")
+    return number
+
+
+def _check_range(spec: Field, number: float) -> None:
+    low, high = spec.minimum, spec.maximum
+    if (low is not None and number < low) or (high is not None and number > high):
+        span = (f"between {low:g} and {high:g}" if high is not None else f"at least {low:g}")
+        raise ValueError(f"{spec.label} must be {span}, got {number:g}")
+
+
+def new_key() -> str:
+    """A random id naming one session's live run in the server's cache (never a user's identity)."""
+    return secrets.token_hex(8)
+
+
+@dataclass(frozen=True)
+class Session:
+    """Everything one user's page shows, as plain deep-copyable data (kept in gr.State)."""
+
+    run: engine.RunState | None = None  # a live run that Step/Run can continue
+    trace: Trace | None = None  # what the views show: the live run's trace, or an imported one
+    controls: Controls | None = None  # the controls the live run was started with
+    baseline: stats.BaselineNumbers | None = None
+    key: str = field(default_factory=new_key, compare=False)
+
+    @property
+    def steps(self) -> tuple:
+        return self.trace.steps if self.trace is not None else ()
+
+
+def new_session() -> Session:
+    """A fresh Session (gr.State calls this per page, so no two pages share a key)."""
+    return Session()

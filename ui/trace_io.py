@@ -1,0 +1,107 @@
+"""Trace export and import: a trace holds every step's records, so an imported one replays every view
+with no model loaded."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+import gradio as gr
+
+from decoding.run.schema import Trace, trace_from_json, trace_to_json
+from ui.session import Session
+from ui.views import Out, Views, md
+from viz import checks
+from viz.tokens import shorten
+
+MAX_TRACE_BYTES = 50 * 1024 * 1024
+
+
+@dataclass
+class TraceIO:
+    export: gr.Button
+    upload: gr.UploadButton
+    file: gr.File
+
+    @classmethod
+    def build(cls) -> TraceIO:
+        with gr.Tab("Trace: export / import"):
+            gr.Markdown("A trace holds every step's records; an imported one replays every view "
+                        "with no model loaded.")
+            with gr.Row():
+                export = gr.Button("Export the trace (JSON)", size="sm", elem_id="export-btn")
+                upload = gr.UploadButton("Import a trace", file_types=[".json"], size="sm", elem_id="import-btn")
+            file = gr.File(label="trace file", interactive=False, elem_id="trace-file")
+        return cls(export, upload, file)
+
+
+def export(session: Session | None) -> tuple[str | None, str]:
+    """Write the shown trace to a fresh file for download; returns (path, status)."""
+    session = session or Session()
+    if not session.steps:
+        gr.Warning("Nothing to export yet: run a few steps first.")
+        return None, "Nothing to export yet: run a few steps first."
+    path = _export_dir() / f"specscope-trace-{time.strftime('%Y%m%d-%H%M%S')}-{os.urandom(3).hex()}.json"
+    path.write_text(trace_to_json(session.trace), encoding="utf-8")
+    return str(path), f"Trace of {len(session.steps)} steps ready to download."
+
+
+def _export_dir(max_age_s: float = 3600.0) -> Path:
+    """One folder for every user's exports (names are unique); files older than an hour go."""
+    folder = Path(tempfile.gettempdir()) / "specscope-exports"
+    folder.mkdir(parents=True, exist_ok=True)
+    now = time.time()
+    for old in folder.glob("specscope-trace-*.json"):
+        if now - old.stat().st_mtime > max_age_s:
+            old.unlink(missing_ok=True)
+    return folder
+
+
+def import_trace(views: Views, session: Session | None, path: str | None) -> Out:
+    """Replay an uploaded trace: every view is drawn from its records, with no model loaded."""
+    session = session or Session()
+    if not path:
+        return views.draw(session)
+    return views.guarded(session, lambda: _replay(views, read_trace(path)))
+
+
+def read_trace(path: str) -> Trace:
+    size = os.path.getsize(path)
+    if size > MAX_TRACE_BYTES:
+        raise ValueError(f"this file is {size / 1e6:.0f} MB; a trace is at most {MAX_TRACE_BYTES // 10**6} MB")
+    try:
+        body = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise ValueError("this file is not a specscope trace (not UTF-8 text)") from None
+    try:
+        return trace_from_json(body)
+    except ValueError as err:
+        raise ValueError(f"could not import this file: {err}") from None
+    except (TypeError, KeyError, IndexError, AttributeError, RecursionError) as err:
+        raise ValueError(f"could not import this file: malformed trace ({type(err).__name__})") from None
+
+
+def _replay(views: Views, trace: Trace) -> Out:
+    problems = [msg for step in trace.steps for msg in checks.step_problems(step)]
+    if problems:
+        more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
+        raise ValueError(f"this trace's records are inconsistent and cannot be drawn: {problems[0]}{more}")
+    session = Session(trace=trace)
+    try:
+        out = views.draw(session)
+    except (TypeError, KeyError, IndexError, AttributeError, ValueError) as err:
+        raise ValueError(f"this trace's records are inconsistent and cannot be drawn ({type(err).__name__}: "
+                         f"{shorten(str(err), 80)})") from None
+    note = (f"Imported a trace of {len(trace.steps)} steps (replay only, no model loaded). "
+            f"Prompt: {md(shorten(trace.prompt, 120))}")
+    out[views.status] = note + "  \n" + out[views.status]
+    return out
+
+
+def wire(views: Views, panel: TraceIO) -> None:
+    panel.export.click(export, [views.state], [panel.file, views.status])
+    panel.upload.upload(partial(import_trace, views), [views.state, panel.upload], views.outputs())

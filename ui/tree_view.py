@@ -1,0 +1,60 @@
+"""The step's draft tree, the generated text coloured by origin, and the replay slider."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import gradio as gr
+
+from ui.session import Session
+from ui.views import Out, Views
+from viz import text, tree_figure
+
+
+@dataclass
+class TreeView:
+    slider: gr.Slider
+    tree: gr.Plot
+    text: gr.HighlightedText
+
+    @classmethod
+    def build(cls) -> TreeView:
+        return cls(
+            slider=gr.Slider(1, 2, 1, step=1, label="replay step", interactive=False, elem_id="step-slider"),
+            tree=gr.Plot(label="draft tree of this step", show_label=False, elem_id="tree-plot"),
+            text=gr.HighlightedText(label="generated text, coloured by origin", color_map=text.color_map(),
+                                    show_legend=True, show_inline_category=False, elem_id="generated-text"),
+        )
+
+    def named(self) -> dict[str, Any]:
+        return {"slider": self.slider, "tree": self.tree, "text": self.text}
+
+    def draw(self, session: Session, position: int) -> Out:
+        steps = session.steps
+        return {
+            self.slider: gr.update(minimum=1, maximum=max(2, len(steps)), value=position,
+                                   interactive=len(steps) > 1),
+            self.tree: tree_figure.tree_figure(steps[position - 1]),
+            self.text: text.highlighted(steps[:position]),
+        }
+
+    def clear(self) -> Out:
+        return {self.slider: gr.update(minimum=1, maximum=2, value=1, interactive=False), self.tree: None,
+                self.text: []}
+
+
+def scrub(views: Views, session: Session | None, position: Any) -> Out:
+    """Replay step `position` from its records: no model, no recomputation."""
+    session = session or Session()
+    try:
+        step = int(float(position)) if position not in (None, "") else None
+    except (TypeError, ValueError):
+        step = None
+    return views.guarded(session, lambda: views.draw(session, step))
+
+
+def wire(views: Views, panel: TreeView) -> None:
+    panel.slider.input(partial(scrub, views), [views.state, panel.slider], views.outputs(),
+                       trigger_mode="always_last", show_progress="hidden")

@@ -1,0 +1,107 @@
+"""`Views`: the panels drawn from a session, composed, so a handler returns one `{component: value}` dict.
+
+A panel drawn from a session has `draw(session, position) -> dict`, `clear() -> dict` and
+`named() -> {name: component}`. Handlers that redraw the page return `views.draw(...)` and are
+wired with `views.outputs()`; a new panel is one more entry in `panels` and widens no handler.
+Errors never reach the user as a traceback: `guarded` turns them into a warning and a status line.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any, Protocol
+
+import gradio as gr
+
+from ui.session import Controls, Session
+from viz.tokens import shorten
+
+log = logging.getLogger("specscope.app")
+Out = dict[Any, Any]  # {component: value}, what a handler returns
+
+
+class SessionPanel(Protocol):
+    def draw(self, session: Session, position: int) -> Out: ...
+    def clear(self) -> Out: ...
+    def named(self) -> dict[str, Any]: ...
+
+
+@dataclass
+class Views:
+    state: gr.State
+    status: gr.Markdown
+    panels: list[SessionPanel]
+    controls: dict[str, Any] = field(default_factory=dict)  # the control widgets by Controls field name
+
+    def read_controls(self, values: dict) -> Controls:
+        """The control widgets' raw values in `values` (a set-input dict) -> Controls, via the boundary."""
+        return Controls.from_raw(**{name: values.get(widget) for name, widget in self.controls.items()})
+
+    def inputs(self, session: Session | None, **raw: Any) -> dict:
+        """What Gradio hands a set-input handler: {component: raw value} (tests, benchmarks)."""
+        return {self.state: session, **{self.controls[name]: value for name, value in raw.items()}}
+
+    def outputs(self) -> list[Any]:
+        return [self.state, self.status] + [c for p in self.panels for c in p.named().values()]
+
+    def draw(self, session: Session, position: int | None = None, status: str | None = None) -> Out:
+        """Every view for step `position` (1-based; default the last), drawn from records only."""
+        steps = session.steps
+        out: Out = {self.state: session}
+        if not steps:
+            out[self.status] = status or "Press **Step** to draft and verify one tree."
+            for panel in self.panels:
+                out.update(panel.clear())
+            return out
+        position = min(max(1, int(position or len(steps))), len(steps))
+        out[self.status] = status if status is not None else status_text(session, position)
+        for panel in self.panels:
+            out.update(panel.draw(session, position))
+        return out
+
+    def named(self, out: Out) -> SimpleNamespace:
+        """A handler's output by name (session, status, tree, ...): for tests and benchmarks."""
+        names = {"session": self.state, "status": self.status}
+        for panel in self.panels:
+            names.update(panel.named())
+        return SimpleNamespace(**{name: out[c] for name, c in names.items() if c in out})
+
+    def problem(self, session: Session, message: str) -> Out:
+        gr.Warning(html.escape(message))
+        return self.draw(session, status=f"⚠️ {md(message)}")
+
+    def guarded(self, session: Session, action: Callable[[], Out]) -> Out:
+        """Run a handler's body; a ValueError (the user can fix it) or a crash becomes a status line."""
+        try:
+            return action()
+        except ValueError as err:  # includes models.ModelLoadError
+            return self.problem(session, str(err))
+        except Exception as err:  # noqa: BLE001 - one user's failure must not take the app down
+            log.exception("handler failed")
+            return self.problem(session, internal_error(err))
+
+
+def internal_error(err: Exception) -> str:
+    return f"internal error ({type(err).__name__}): {shorten(str(err), 200)}"
+
+
+def status_text(session: Session, position: int) -> str:
+    trace, n = session.trace, len(session.steps)
+    cfg = trace.config
+    shape = (f"{cfg.get('sequences')} sequences x depth {cfg.get('depth')}" if cfg.get("sequences")
+             else ",".join(str(b) for b in cfg.get("branching", [])))
+    state = ("imported trace: replay only" if session.run is None
+             else f"finished ({session.run.stop_reason})" if session.run.stop_reason else "running")
+    models_line = " · ".join(f"{k} {v}" for k, v in trace.models.items() if v not in (None, ""))
+    return (f"**Step {position} of {n}** · {len(trace.generated_ids)} tokens · {md(str(cfg.get('verifier')))} · "
+            f"tree {md(shape)} · T = {md(str(cfg.get('temperature')))} · {state}  \n{md(models_line)}")
+
+
+def md(value: str) -> str:
+    """Escape user-provided text for a Markdown status line (HTML and Markdown punctuation)."""
+    return re.sub(r"([\\`*_{}\[\]()#+!|~>-])", r"\\\1", html.escape(value, quote=False))
