@@ -2,7 +2,7 @@
 
 k i.i.d. drafts are tested in draw order against a residual r that starts at p: candidate x passes with
 probability min(1, r(x)/q(x)); after each rejection r <- norm((r - q)_+). When every draft is
-rejected, the token is drawn from the last r. Lossless (VERIFIERS.md §3).
+rejected, the token is drawn from the last r. Lossless (docs/verifiers.md §3).
 
 Try it:  python -m decoding certify --verifier-file assets/examples/my_verifier.py
          ./specscope app --verifier-file assets/examples/my_verifier.py

@@ -1,4 +1,4 @@
-"""A SUBTLY WRONG recursive rejection sampler: it skips duplicate drafts (VERIFIERS.md §11.3, §13.3).
+"""A SUBTLY WRONG recursive rejection sampler: it skips duplicate drafts (docs/verifiers.md §11.3, §13).
 
 With i.i.d. drafts the same token can be drawn twice. This version tests a repeated token only once
 and does not update the residual for the repeat ("it was already rejected, why test it again?").

@@ -100,7 +100,7 @@ def _entry(module, path: Path) -> CustomVerifier:
 
 
 def probe_cases() -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """(p, q) [V] pairs to probe with: the worked example of VERIFIERS.md §12 and an adversarial one."""
+    """(p, q) [V] pairs to probe with: the worked example of docs/verifiers.md §12 and an adversarial one."""
     return [
         (torch.tensor([0.50, 0.30, 0.15, 0.05], dtype=F64), torch.tensor([0.20, 0.50, 0.20, 0.10], dtype=F64)),
         (torch.tensor([0.0, 0.6, 0.4, 0.0], dtype=F64), torch.tensor([0.25, 0.25, 0.0, 0.5], dtype=F64)),

@@ -1,4 +1,4 @@
-"""The exact sequence-level check of one verifier on one tiny language and one tree shape (VERIFIERS.md §11.2).
+"""The exact sequence-level check of one verifier on one tiny language and one tree shape (docs/verifiers.md §11.2).
 
 Every drafted tree is weighted by its drafting probability; the verifier's own exact step law
 (`entry.step_law`, node-level or tree-level alike) gives the law of the emitted sequence; the mixture,

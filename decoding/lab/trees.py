@@ -3,7 +3,7 @@
 A shape gives the number of candidates drawn at every node of each depth: (2, 2) is a binary tree of
 depth 2, (3,) one node with 3 candidates, (1, 1, 1) a chain. Children are kept one per draw (i.i.d.
 duplicates stay separate nodes), each child's subtree drafted independently from q(. | its prefix),
-exactly as the engine drafts (VERIFIERS.md §11.2).
+exactly as the engine drafts (docs/verifiers.md §11.2).
 """
 
 from __future__ import annotations

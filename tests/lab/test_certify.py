@@ -94,7 +94,7 @@ def test_expected_tokens_equal_the_walks_reach_probabilities():
     ("hu_greedy", 2, 0.900000), ("pointmass", 2, 0.800000), ("pointmass", 3, 0.950000),
 ])
 def test_root_acceptance_matches_the_reference_numbers(key, k, alpha):
-    """VERIFIERS.md §12 (exact [N]), and alpha* .86 / .972222 for k = 2 i.i.d. / without replacement."""
+    """docs/verifiers.md §12 (exact [N]), and alpha* .86 / .972222 for k = 2 i.i.d. / without replacement."""
     case = exact.check_case(VERIFIERS[key], PRESETS["worked_example"], (k,))
     assert case.root_acceptance == pytest.approx(alpha, abs=5e-7)
     assert case.root_acceptance <= case.alpha_star + 1e-12 <= case.membership + 2e-12
@@ -105,7 +105,7 @@ def test_root_acceptance_matches_the_reference_numbers(key, k, alpha):
         assert case.alpha_star == pytest.approx(0.972222, abs=5e-7)
 
 
-# --- broken variants (VERIFIERS.md §11.3) -----------------------------------------------------------
+# --- broken variants (docs/verifiers.md §11.3) -----------------------------------------------------------
 
 
 def _sorted_by_q(p, q, xs):
