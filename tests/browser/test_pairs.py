@@ -90,8 +90,14 @@ def step_three_times_run_and_replay(page) -> None:
     page.wait_for_selector("#tree-plot .scatterlayer .point", timeout=30_000)
 
 
-def pick(page, label: str) -> None:
+def pick(page, label: str, swaps_prompt: bool = False) -> None:
+    """Choose a pair; where the app swaps the example prompt (toy), wait to see it swapped, as a person would:
+    a Step sent before that round trip lands carries the old prompt."""
+    prompt = page.get_by_role("textbox", name="prompt", exact=True)
+    before = prompt.input_value()
     page.get_by_label(label).check()
+    if swaps_prompt:
+        sync_api.expect(prompt).not_to_have_value(before, timeout=30_000)
 
 
 @pytest.mark.slow
@@ -106,7 +112,7 @@ def test_the_lookup_pair(page):
 
 
 def test_the_toy_pair(page):
-    pick(page, "toy: a 12-word language (instant)")
+    pick(page, "toy: a 12-word language (instant)", swaps_prompt=True)
     step_three_times_run_and_replay(page)
 
 
