@@ -52,8 +52,9 @@ def test_four_verifiers_on_one_step_are_drawn(page):
     page.click("#step-btn")
     status_has(page, "Step 1 of 1")
     page.wait_for_selector("#compare-multiples .scatterlayer .point", timeout=30_000)
-    titles = page.locator("#compare-multiples .annotation-text").evaluate_all("els => els.map(e => e.textContent)")
-    shown = [t.split(" ")[0] for t in titles if "·" in t]
+    shown = page.locator("#compare-multiples .annotation-text").evaluate_all(  # each column's title: its key in bold
+        "els => els.filter(e => e.textContent.includes('E[tokens]'))"
+        ".map(e => e.querySelector(\"tspan[style*='bold']\").textContent)")
     assert shown == ["rrs_wor", *FOUR]
     assert "1 target forward" in page.inner_text("#compare-note")
     page.wait_for_function("document.querySelector('#compare-table')?.innerText.includes('hu_greedy')",
