@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 import torch
@@ -28,6 +29,10 @@ from decoding.verify.walk import Walk
 
 MAX_PROMPT_CHARS = 100_000
 LAZY_THEORY_STEPS = 16  # steps whose p/q rows a lazy-theory run keeps for fill_theory
+
+
+class OutOfMemory(ValueError):
+    """The device ran out of memory in a step; the run is unchanged and the next step may retry."""
 
 
 @dataclass(frozen=True)
@@ -68,12 +73,18 @@ class Run:
         self.entry = VERIFIERS[config.verifier]
         self._state = state
         self.generator = torch.Generator(device="cpu")
-        self.generator.set_state(torch.tensor(list(state.rng_state), dtype=torch.uint8))
-        context = list(state.prompt_ids) + list(state.generated_ids)
-        self.target = pair.target_session()
-        self.draft = pair.draft_session()
+        with out_of_memory_as_message():
+            self._open_sessions()
+
+    def _open_sessions(self) -> None:
+        """Fresh TreeLM sessions and generator at the plain state (after a failed step, too)."""
+        self.generator.set_state(torch.tensor(list(self._state.rng_state), dtype=torch.uint8))
+        context = self._context()
+        self.target = self.pair.target_session()
+        self.draft = self.pair.draft_session()
         self.target.start(context)
         self.draft.start(context)
+        self._broken = False
 
     # ---- public -------------------------------------------------------------------------------
     @property
@@ -96,7 +107,12 @@ class Run:
             self._finish("context")
             return None
         t_start = time.perf_counter()
-        record, tokens, tree = self._draft_score_verify()
+        with out_of_memory_as_message():
+            if self._broken:
+                self._open_sessions()
+            self._broken = True  # until the step is through: a failure leaves half-updated KV caches
+            record, tokens, tree = self._draft_score_verify()
+            self._broken = False
         tokens, reason = self._truncate(tokens)
         record = _truncate_record(record, len(tokens))
         if reason is None:
@@ -200,6 +216,19 @@ class Run:
         self._state = replace(self._state, stop_reason=reason)
 
 
+@contextmanager
+def out_of_memory_as_message() -> Iterator[None]:
+    """A device out-of-memory error becomes OutOfMemory (a ValueError with a one-line message); the
+    run's plain state is untouched, so the next step retries from it."""
+    try:
+        yield
+    except torch.OutOfMemoryError:
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        raise OutOfMemory("the device ran out of memory in this step; the run is unchanged: try a smaller tree "
+                          "(fewer children or less depth), a shorter prompt, or a smaller model") from None
+
+
 def _truncate_record(record: StepRecord, n_kept: int) -> StepRecord:
     if n_kept == len(record.emitted):
         return record
@@ -245,8 +274,9 @@ def resume(pair, state: RunState, *, lazy_theory: bool = False) -> Run:
     return Run(pair, DecodeConfig.from_dict(state.config), state, lazy_theory=lazy_theory)
 
 
-def generate(pair, config: DecodeConfig, prompt: str) -> Trace:
-    run = start(pair, config, prompt)
+def generate(pair, config: DecodeConfig, prompt: str, *, lazy_theory: bool = False) -> Trace:
+    """Decode `prompt` to the end; lazy_theory=True leaves each visit's alpha to be filled on demand."""
+    run = start(pair, config, prompt, lazy_theory=lazy_theory)
     for _ in run:
         pass
     return run.trace()
