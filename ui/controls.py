@@ -14,7 +14,7 @@ import gradio as gr
 
 from decoding.run import engine
 from decoding.verify.registry import VERIFIERS
-from ui import decode
+from ui import compare, decode
 from ui.session import FIELDS, PAIRS, SHAPES, Controls, Session
 from ui.views import Out, Views, internal_error, md
 
@@ -115,14 +115,16 @@ def shape_changed(shape: str | None) -> tuple[dict, dict, dict]:
 def step(views: Views, values: dict, progress: gr.Progress = PROGRESS) -> Out:
     """One speculative step: resume the run from its plain state, step once, redraw."""
     session = values.get(views.state) or Session()
-    return views.guarded(session, lambda: _step_once(views, session, views.read_controls(values), progress))
+    return views.guarded(session, lambda: _step_once(views, session, views.read_controls(values), progress,
+                                                     compare.selected(views, values)))
 
 
-def _step_once(views: Views, session: Session, controls: Controls, progress: gr.Progress | None) -> Out:
+def _step_once(views: Views, session: Session, controls: Controls, progress: gr.Progress | None,
+               compared: tuple[list[str], int] = ([], 0)) -> Out:
     note = decode.finished_note(session, controls)
     if note:
         return views.draw(session, status=note)
-    run, fresh = decode.open_run(session, controls, progress)
+    run, fresh = decode.open_run(session, controls, progress, *compared)
     run.step()
     return views.draw(decode.commit(session, controls, run, fresh))
 
@@ -136,7 +138,7 @@ def run(views: Views, values: dict, progress: gr.Progress = PROGRESS) -> Iterato
         if note:
             yield views.draw(current, status=note)
             return
-        live, fresh = decode.open_run(current, controls, progress)
+        live, fresh = decode.open_run(current, controls, progress, *compare.selected(views, values))
         for latest in _stream(current, controls, live, fresh):
             current = latest
             yield views.draw(current)
@@ -162,7 +164,7 @@ def reset(views: Views, session: Session | None = None) -> Out:
 
 
 def wire(views: Views, panel: ControlsPanel, decode_queue: dict) -> None:
-    inputs = {views.state, *panel.widgets.values()}
+    inputs = {views.state, *panel.widgets.values(), *views.options.values()}
     panel.step.click(partial(step, views), inputs, views.outputs(), **decode_queue)
     running = panel.run.click(partial(run, views), inputs, views.outputs(), **decode_queue)
     panel.stop.click(None, None, None, cancels=[running])

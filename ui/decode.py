@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
 import gradio as gr
 
+from decoding.compare.selection import check_selection
+from decoding.compare.session import CompareRun
 from decoding.models import pairs as models
 from decoding.run import engine
+from decoding.run.config import DecodeConfig
 from ui.session import PAIRS, Controls, Session
 
 log = logging.getLogger("specscope.app")
@@ -50,13 +53,23 @@ def _reporter(progress: gr.Progress | None) -> Callable[..., None]:
     return report
 
 
-def open_run(session: Session, controls: Controls, progress: gr.Progress | None) -> tuple[engine.Run, bool]:
-    """Resume the session's run when the controls are unchanged, else start a new one (fresh=True)."""
+def open_run(session: Session, controls: Controls, progress: gr.Progress | None,
+             compare: Sequence[str] = (), mc_draws: int = 0) -> tuple[engine.Run, bool]:
+    """Resume the session's run when the controls are unchanged, else start a new one (fresh=True).
+
+    With `compare` keys the run is a CompareRun: those verifiers judge every step too (the run
+    verifier still emits); turning compare on or off continues the same run.
+    """
     config = controls.config()  # validate before loading anything
+    if compare:
+        check_selection(list(compare), config)  # refuse, never drop, a verifier the shape does not allow
     pair = load(controls, progress)
-    if session.run is not None and session.controls == controls:
-        return engine.resume(pair, session.run), False
-    return engine.start(pair, config, controls.prompt), True
+    resume = session.run is not None and session.controls == controls
+    if not compare:
+        return (engine.resume(pair, session.run), False) if resume else (engine.start(pair, config, controls.prompt),
+                                                                         True)
+    state = session.run if resume else engine.start(pair, config, controls.prompt).state
+    return CompareRun(pair, DecodeConfig.from_dict(state.config), state, list(compare), mc_draws), not resume
 
 
 def commit(session: Session, controls: Controls, run: engine.Run, fresh: bool) -> Session:
