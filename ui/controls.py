@@ -120,7 +120,7 @@ def _step_once(views: Views, session: Session, controls: Controls, progress: gr.
     if note:
         return views.draw(session, status=note)
     run, fresh = decode.open_run(session, controls, progress)
-    run.step()
+    decode.advance(run)
     return views.draw(decode.commit(session, controls, run, fresh))
 
 
@@ -146,7 +146,7 @@ def run(views: Views, values: dict, progress: gr.Progress = PROGRESS) -> Iterato
 
 def _stream(session: Session, controls: Controls, live: engine.Run, fresh: bool) -> Iterator[Session]:
     while True:
-        record = live.step()
+        record = decode.advance(live)
         session = decode.commit(session, controls, live, fresh)
         fresh = False
         yield session

@@ -15,7 +15,9 @@ from typing import Any
 import gradio as gr
 
 from decoding.models import pairs as models
+from decoding.models import space
 from decoding.run import engine
+from decoding.run.schema import StepRecord
 from ui.session import PAIRS, Controls, Session
 
 log = logging.getLogger("specscope.app")
@@ -57,6 +59,18 @@ def open_run(session: Session, controls: Controls, progress: gr.Progress | None)
     if session.run is not None and session.controls == controls:
         return engine.resume(pair, session.run), False
     return engine.start(pair, config, controls.prompt), True
+
+
+@space.gpu
+def advance(run: engine.Run) -> StepRecord | None:
+    """One step of model work (on ZeroGPU this call holds the GPU; elsewhere `space.gpu` is the identity)."""
+    return run.step()
+
+
+@space.gpu
+def baseline(pair, prompt_ids: list[int], n_tokens: int, config) -> engine.Baseline:
+    """The target alone decoding `n_tokens` (model work: wrapped like `advance`)."""
+    return engine.baseline(pair, prompt_ids, n_tokens, config)
 
 
 def commit(session: Session, controls: Controls, run: engine.Run, fresh: bool) -> Session:
