@@ -18,6 +18,7 @@ from dataclasses import replace
 import gradio as gr
 
 from ui import controls, decode, help, inspector, run_stats, trace_io, tree_view
+from ui.caps import CEILINGS, Caps
 from ui.session import PAIRS, Controls, new_session
 from ui.views import Views
 
@@ -26,8 +27,9 @@ INTRO = ("# specscope\nLive multi-candidate speculative decoding: a draft model 
          "the target (p) scores it in one forward, a verifier accepts a path.")
 
 
-def build_page(default_pair: str = "embedded") -> tuple[gr.Blocks, Views]:
-    """The Blocks and its Views (the handlers' handle on every component), wired."""
+def build_page(default_pair: str = "embedded", caps: Caps | None = None) -> tuple[gr.Blocks, Views]:
+    """The Blocks and its Views (the handlers' handle on every component), wired; `caps` limit every run."""
+    caps = caps or Caps()
     default = replace(Controls(), pair=default_pair,
                       prompt=controls.example_prompts()["toy" if default_pair == "toy" else "text"][0])
     with gr.Blocks(title="specscope", analytics_enabled=False) as demo:
@@ -35,7 +37,7 @@ def build_page(default_pair: str = "embedded") -> tuple[gr.Blocks, Views]:
         state = gr.State(new_session)  # a callable: each page gets its own Session (and its own key)
         with gr.Row():
             with gr.Column(scale=2, min_width=320):
-                panel = controls.ControlsPanel.build(default)
+                panel = controls.ControlsPanel.build(default, caps)
             with gr.Column(scale=5):
                 tree = tree_view.TreeView.build()
                 nodes = inspector.Inspector.build()
@@ -43,7 +45,7 @@ def build_page(default_pair: str = "embedded") -> tuple[gr.Blocks, Views]:
             stats = run_stats.RunStats.build()
             traces = trace_io.TraceIO.build()
             help.build()
-        views = Views(state, panel.status, [tree, nodes, stats], controls=panel.widgets)
+        views = Views(state, panel.status, [tree, nodes, stats], controls=panel.widgets, caps=caps)
         decode_queue = dict(concurrency_limit=_concurrency(), concurrency_id="decode")
         controls.wire(views, panel, decode_queue)
         tree_view.wire(views, tree)
@@ -53,8 +55,8 @@ def build_page(default_pair: str = "embedded") -> tuple[gr.Blocks, Views]:
     return demo, views
 
 
-def build_app(default_pair: str = "embedded") -> gr.Blocks:
-    return build_page(default_pair)[0]
+def build_app(default_pair: str = "embedded", caps: Caps | None = None) -> gr.Blocks:
+    return build_page(default_pair, caps)[0]
 
 
 def _concurrency() -> int:
@@ -74,7 +76,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="do not load the preselected pair in the background at start")
     parser.add_argument("--bench-step", type=int, default=0, metavar="N",
                         help="benchmark instead of serving: N Step clicks (3,2,2 tree) on --pair, timed")
-    return parser.parse_args(argv)
+    for name, (ceiling, what) in CEILINGS.items():
+        parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=ceiling, metavar="N",
+                            help=f"limit on {what} per run (default and most: {ceiling})")
+    args = parser.parse_args(argv)
+    try:
+        args.caps = caps_of(args)
+    except ValueError as err:
+        parser.error(str(err))  # exit 2 with the one-line message
+    return args
+
+
+def caps_of(args: argparse.Namespace) -> Caps:
+    return Caps(**{name: getattr(args, name) for name in CEILINGS})
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -87,7 +101,7 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if args.device:
         os.environ["SPECSCOPE_DEVICE"] = args.device
-    demo = build_app(default_pair=args.pair)
+    demo = build_app(default_pair=args.pair, caps=args.caps)
     if not args.no_preload:
         threading.Thread(target=decode.preload, args=(args.pair,), daemon=True, name="specscope-preload").start()
     demo.queue(max_size=64).launch(server_name=args.host, server_port=args.port, css=CSS, max_file_size="50mb",

@@ -18,6 +18,7 @@ from decoding.models import pairs as models
 from decoding.models import space
 from decoding.run import engine
 from decoding.run.schema import StepRecord
+from ui.caps import Caps
 from ui.session import PAIRS, Controls, Session
 
 log = logging.getLogger("specscope.app")
@@ -52,9 +53,10 @@ def _reporter(progress: gr.Progress | None) -> Callable[..., None]:
     return report
 
 
-def open_run(session: Session, controls: Controls, progress: gr.Progress | None) -> tuple[engine.Run, bool]:
+def open_run(session: Session, controls: Controls, progress: gr.Progress | None,
+             caps: Caps | None = None) -> tuple[engine.Run, bool]:
     """Resume the session's run when the controls are unchanged, else start a new one (fresh=True)."""
-    config = controls.config()  # validate before loading anything
+    config = controls.config(caps)  # validate (within this server's caps) before loading anything
     pair = load(controls, progress)
     if session.run is not None and session.controls == controls:
         return engine.resume(pair, session.run), False

@@ -96,4 +96,5 @@ def _replay(views: Views, trace: Trace) -> Out:
 
 def wire(views: Views, panel: TraceIO) -> None:
     panel.export.click(export, [views.state], [panel.file, views.status])
-    panel.upload.upload(partial(import_trace, views), [views.state, panel.upload], views.outputs())
+    panel.upload.upload(partial(import_trace, views), [views.state, panel.upload], views.outputs(),
+                        api_name="import_trace")
