@@ -17,7 +17,8 @@ from dataclasses import replace
 
 import gradio as gr
 
-from ui import controls, decode, help, inspector, run_stats, trace_io, tree_view
+from decoding.verify.registry import VERIFIERS
+from ui import controls, decode, help, inspector, lab, run_stats, trace_io, tree_view
 from ui.caps import CEILINGS, Caps
 from ui.session import PAIRS, Controls, new_session
 from ui.views import Views
@@ -27,13 +28,16 @@ INTRO = ("# specscope\nLive multi-candidate speculative decoding: a draft model 
          "the target (p) scores it in one forward, a verifier accepts a path.")
 
 
-def build_page(default_pair: str = "embedded", caps: Caps | None = None) -> tuple[gr.Blocks, Views]:
+def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = (),
+               caps: Caps | None = None) -> tuple[gr.Blocks, Views]:
     """The Blocks and its Views (the handlers' handle on every component), wired; `caps` limit every run."""
     caps = caps or Caps()
     default = replace(Controls(), pair=default_pair,
                       prompt=controls.example_prompts()["toy" if default_pair == "toy" else "text"][0])
     with gr.Blocks(title="specscope", analytics_enabled=False) as demo:
         gr.Markdown(INTRO)
+        if notices:  # launch-time problems, e.g. a refused --verifier-file
+            gr.Markdown("\n".join(f"⚠️ {n}" for n in notices), elem_id="launch-notices")
         state = gr.State(new_session)  # a callable: each page gets its own Session (and its own key)
         with gr.Row():
             with gr.Column(scale=2, min_width=320):
@@ -44,6 +48,8 @@ def build_page(default_pair: str = "embedded", caps: Caps | None = None) -> tupl
         with gr.Tabs():
             stats = run_stats.RunStats.build()
             traces = trace_io.TraceIO.build()
+            with gr.Tab("Verifier lab"):
+                lab.build(VERIFIERS)
             help.build()
         views = Views(state, panel.status, [tree, nodes, stats], controls=panel.widgets, caps=caps)
         decode_queue = dict(concurrency_limit=_concurrency(), concurrency_id="decode")
@@ -55,8 +61,8 @@ def build_page(default_pair: str = "embedded", caps: Caps | None = None) -> tupl
     return demo, views
 
 
-def build_app(default_pair: str = "embedded", caps: Caps | None = None) -> gr.Blocks:
-    return build_page(default_pair, caps)[0]
+def build_app(default_pair: str = "embedded", notices: tuple[str, ...] = (), caps: Caps | None = None) -> gr.Blocks:
+    return build_page(default_pair, notices, caps)[0]
 
 
 def _concurrency() -> int:
@@ -76,6 +82,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="do not load the preselected pair in the background at start")
     parser.add_argument("--bench-step", type=int, default=0, metavar="N",
                         help="benchmark instead of serving: N Step clicks (3,2,2 tree) on --pair, timed")
+    parser.add_argument("--verifier-file", action="append", default=[], metavar="PATH",
+                        help="a local Python file with your own verifier (README); repeatable; registered at launch")
     for name, (ceiling, what) in CEILINGS.items():
         parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=ceiling, metavar="N",
                             help=f"limit on {what} per run (default and most: {ceiling})")
@@ -101,7 +109,12 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if args.device:
         os.environ["SPECSCOPE_DEVICE"] = args.device
-    demo = build_app(default_pair=args.pair, caps=args.caps)
+    from decoding.lab.custom import register_files
+
+    _, notices = register_files(args.verifier_file, VERIFIERS)  # explicit, once, before serving anyone
+    for notice in notices:
+        logging.getLogger("specscope.app").warning(notice)
+    demo = build_app(default_pair=args.pair, notices=tuple(notices), caps=args.caps)
     if not args.no_preload:
         threading.Thread(target=decode.preload, args=(args.pair,), daemon=True, name="specscope-preload").start()
     demo.queue(max_size=64).launch(server_name=args.host, server_port=args.port, css=CSS, max_file_size="50mb",

@@ -274,8 +274,9 @@ def resume(pair, state: RunState, *, lazy_theory: bool = False) -> Run:
     return Run(pair, DecodeConfig.from_dict(state.config), state, lazy_theory=lazy_theory)
 
 
-def generate(pair, config: DecodeConfig, prompt: str) -> Trace:
-    run = start(pair, config, prompt)
+def generate(pair, config: DecodeConfig, prompt: str, *, lazy_theory: bool = False) -> Trace:
+    """Decode `prompt` to the end; lazy_theory=True leaves each visit's alpha to be filled on demand."""
+    run = start(pair, config, prompt, lazy_theory=lazy_theory)
     for _ in run:
         pass
     return run.trace()

@@ -16,7 +16,7 @@ from ui.caps import Caps
 from ui.session import SHAPES, Controls
 
 TIGHT = Caps(max_nodes=10, max_depth=3, max_branch=3, max_new_tokens=20, max_prompt_chars=50)
-_, VIEWS = app.build_page("toy", TIGHT)
+_, VIEWS = app.build_page("toy", caps=TIGHT)
 OK = dict(pair="toy", target=None, draft=None, prompt="the cat", verifier="rrs", shape=SHAPES[0],
           branching="3,2", sequences=2.0, depth=3.0, temperature=0.8, top_k=0.0, top_p=1.0, seed=2.0,
           max_new_tokens=6.0)
@@ -61,7 +61,7 @@ def test_the_caps_are_shown_under_the_controls_and_bound_the_widgets():
     page = VIEWS.controls
     assert page["max_new_tokens"].maximum == 20 and page["depth"].maximum == 3 and page["sequences"].maximum == 3
     assert page["prompt"].max_length == 50
-    shown = [b.value for b in app.build_page("toy", TIGHT)[0].blocks.values() if b.elem_id == "caps"]
+    shown = [b.value for b in app.build_page("toy", caps=TIGHT)[0].blocks.values() if b.elem_id == "caps"]
     assert shown == [TIGHT.text()] and "at most 10 nodes per tree, depth 3" in shown[0]
 
 
