@@ -19,6 +19,7 @@ import gradio as gr
 
 from decoding.verify.registry import VERIFIERS
 from ui import compare, controls, decode, help, inspector, lab, run_stats, trace_io, tree_view
+from ui.caps import CEILINGS, Caps
 from ui.session import PAIRS, Controls, new_session
 from ui.views import Views
 
@@ -27,8 +28,10 @@ INTRO = ("# specscope\nLive multi-candidate speculative decoding: a draft model 
          "the target (p) scores it in one forward, a verifier accepts a path.")
 
 
-def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = ()) -> tuple[gr.Blocks, Views]:
-    """The Blocks and its Views (the handlers' handle on every component), wired."""
+def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = (),
+               caps: Caps | None = None) -> tuple[gr.Blocks, Views]:
+    """The Blocks and its Views (the handlers' handle on every component), wired; `caps` limit every run."""
+    caps = caps or Caps()
     default = replace(Controls(), pair=default_pair,
                       prompt=controls.example_prompts()["toy" if default_pair == "toy" else "text"][0])
     with gr.Blocks(title="specscope", analytics_enabled=False) as demo:
@@ -38,7 +41,7 @@ def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = ()) ->
         state = gr.State(new_session)  # a callable: each page gets its own Session (and its own key)
         with gr.Row():
             with gr.Column(scale=2, min_width=320):
-                panel = controls.ControlsPanel.build(default)
+                panel = controls.ControlsPanel.build(default, caps)
             with gr.Column(scale=5):
                 tree = tree_view.TreeView.build()
                 nodes = inspector.Inspector.build()
@@ -50,7 +53,7 @@ def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = ()) ->
                 lab.build(VERIFIERS)
             help.build()
         views = Views(state, panel.status, [tree, nodes, stats, versus], controls=panel.widgets,
-                      options=versus.options())
+                      options=versus.options(), caps=caps)
         decode_queue = dict(concurrency_limit=_concurrency(), concurrency_id="decode")
         controls.wire(views, panel, decode_queue)
         tree_view.wire(views, tree)
@@ -61,8 +64,8 @@ def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = ()) ->
     return demo, views
 
 
-def build_app(default_pair: str = "embedded", notices: tuple[str, ...] = ()) -> gr.Blocks:
-    return build_page(default_pair, notices)[0]
+def build_app(default_pair: str = "embedded", notices: tuple[str, ...] = (), caps: Caps | None = None) -> gr.Blocks:
+    return build_page(default_pair, notices, caps)[0]
 
 
 def _concurrency() -> int:
@@ -84,7 +87,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="benchmark instead of serving: N Step clicks (3,2,2 tree) on --pair, timed")
     parser.add_argument("--verifier-file", action="append", default=[], metavar="PATH",
                         help="a local Python file with your own verifier (README); repeatable; registered at launch")
-    return parser.parse_args(argv)
+    for name, (ceiling, what) in CEILINGS.items():
+        parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=ceiling, metavar="N",
+                            help=f"limit on {what} per run (default and most: {ceiling})")
+    args = parser.parse_args(argv)
+    try:
+        args.caps = caps_of(args)
+    except ValueError as err:
+        parser.error(str(err))  # exit 2 with the one-line message
+    return args
+
+
+def caps_of(args: argparse.Namespace) -> Caps:
+    return Caps(**{name: getattr(args, name) for name in CEILINGS})
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -102,7 +117,7 @@ def main(argv: list[str] | None = None) -> None:
     _, notices = register_files(args.verifier_file, VERIFIERS)  # explicit, once, before serving anyone
     for notice in notices:
         logging.getLogger("specscope.app").warning(notice)
-    demo = build_app(default_pair=args.pair, notices=tuple(notices))
+    demo = build_app(default_pair=args.pair, notices=tuple(notices), caps=args.caps)
     if not args.no_preload:
         threading.Thread(target=decode.preload, args=(args.pair,), daemon=True, name="specscope-preload").start()
     demo.queue(max_size=64).launch(server_name=args.host, server_port=args.port, css=CSS, max_file_size="50mb",

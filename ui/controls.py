@@ -15,7 +15,8 @@ import gradio as gr
 from decoding.run import engine
 from decoding.verify.registry import VERIFIERS
 from ui import compare, decode
-from ui.session import FIELDS, PAIRS, SHAPES, Controls, Session
+from ui.caps import Caps
+from ui.session import PAIRS, SHAPES, Controls, Session, field_spec
 from ui.views import Out, Views, internal_error, md
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
@@ -31,24 +32,27 @@ class ControlsPanel:
     stop: gr.Button
     reset: gr.Button
     status: gr.Markdown
+    limits: gr.Markdown
 
     @classmethod
-    def build(cls, default: Controls) -> ControlsPanel:
-        widgets, info = _widgets(default)
+    def build(cls, default: Controls, caps: Caps | None = None) -> ControlsPanel:
+        caps = caps or Caps()
+        widgets, info = _widgets(default, caps)
         with gr.Row():
             buttons = [gr.Button("Step", variant="primary", elem_id="step-btn"), gr.Button("Run", elem_id="run-btn"),
                        gr.Button("Stop", variant="stop", elem_id="stop-btn"), gr.Button("Reset", elem_id="reset-btn")]
         status = gr.Markdown("Press **Step** to draft and verify one tree.", elem_classes="specscope-status",
                              elem_id="status")
-        return cls(widgets, info, *buttons, status)
+        limits = gr.Markdown(caps.text(), elem_id="caps")
+        return cls(widgets, info, *buttons, status, limits)
 
 
-def _widgets(default: Controls) -> tuple[dict[str, Any], gr.Markdown]:
+def _widgets(default: Controls, caps: Caps) -> tuple[dict[str, Any], gr.Markdown]:
     w: dict[str, Any] = {"pair": gr.Radio(PAIRS, value=default.pair, label="model pair (target p, draft q)")}
     with gr.Row():
         w["target"] = gr.Textbox(label="target model", placeholder="hub id or local folder", visible=False)
         w["draft"] = gr.Textbox(label="draft model", placeholder="hub id or local folder", visible=False)
-    w["prompt"] = gr.Textbox(default.prompt, label="prompt", lines=3, max_length=4000)
+    w["prompt"] = gr.Textbox(default.prompt, label="prompt", lines=3, max_length=caps.max_prompt_chars)
     examples = example_prompts()
     gr.Examples([[p] for p in examples["text"] + examples["toy"]], inputs=[w["prompt"]], label="example prompts")
     w["verifier"] = gr.Dropdown(verifier_choices(), value=default.verifier, label="verifier")
@@ -56,20 +60,22 @@ def _widgets(default: Controls) -> tuple[dict[str, Any], gr.Markdown]:
     w["shape"] = gr.Radio(list(SHAPES), value=default.shape, label="tree shape")
     w["branching"] = gr.Textbox(default.branching, label="children per node at each depth", info="e.g. 3,2,2")
     with gr.Row():
-        w["sequences"] = gr.Number(default.sequences, label="K sequences", precision=0, minimum=1, visible=False)
-        w["depth"] = gr.Number(default.depth, label="depth", precision=0, minimum=1, visible=False)
+        w["sequences"] = gr.Number(default.sequences, label="K sequences", precision=0, minimum=1,
+                                   maximum=caps.max_branch, visible=False)
+        w["depth"] = gr.Number(default.depth, label="depth", precision=0, minimum=1, maximum=caps.max_depth,
+                               visible=False)
     with gr.Accordion("sampling", open=False):
-        w["temperature"] = _slider("temperature", default, 0.05, "temperature (0 = greedy)")
+        w["temperature"] = _slider("temperature", default, caps, 0.05, "temperature (0 = greedy)")
         w["top_k"] = gr.Number(default.top_k, label="top-k (0 = off)", precision=0, minimum=0)
-        w["top_p"] = _slider("top_p", default, 0.01, "top-p (1 = off)")
+        w["top_p"] = _slider("top_p", default, caps, 0.01, "top-p (1 = off)")
         w["seed"] = gr.Number(default.seed, label="seed", precision=0, minimum=0)
-        w["max_new_tokens"] = _slider("max_new_tokens", default, 1, "max new tokens")
+        w["max_new_tokens"] = _slider("max_new_tokens", default, caps, 1, "max new tokens")
     return {f.name: w[f.name] for f in fields(Controls)}, info
 
 
-def _slider(name: str, default: Controls, step: float, label: str) -> gr.Slider:
-    """A slider whose range is the boundary's (FIELDS), so the widget and the check agree."""
-    spec = FIELDS[name]
+def _slider(name: str, default: Controls, caps: Caps, step: float, label: str) -> gr.Slider:
+    """A slider whose range is the boundary's (FIELDS and the caps), so the widget and the check agree."""
+    spec = field_spec(name, caps)
     return gr.Slider(spec.minimum, spec.maximum, getattr(default, name), step=step, label=label,
                      elem_id=f"{name.replace('_', '-')}-slider")
 
@@ -124,8 +130,8 @@ def _step_once(views: Views, session: Session, controls: Controls, progress: gr.
     note = decode.finished_note(session, controls)
     if note:
         return views.draw(session, status=note)
-    run, fresh = decode.open_run(session, controls, progress, *compared)
-    run.step()
+    run, fresh = decode.open_run(session, controls, progress, views.caps, *compared)
+    decode.advance(run)
     return views.draw(decode.commit(session, controls, run, fresh))
 
 
@@ -138,7 +144,7 @@ def run(views: Views, values: dict, progress: gr.Progress = PROGRESS) -> Iterato
         if note:
             yield views.draw(current, status=note)
             return
-        live, fresh = decode.open_run(current, controls, progress, *compare.selected(views, values))
+        live, fresh = decode.open_run(current, controls, progress, views.caps, *compare.selected(views, values))
         for latest in _stream(current, controls, live, fresh):
             current = latest
             yield views.draw(current)
@@ -151,7 +157,7 @@ def run(views: Views, values: dict, progress: gr.Progress = PROGRESS) -> Iterato
 
 def _stream(session: Session, controls: Controls, live: engine.Run, fresh: bool) -> Iterator[Session]:
     while True:
-        record = live.step()
+        record = decode.advance(live)
         session = decode.commit(session, controls, live, fresh)
         fresh = False
         yield session
@@ -165,10 +171,13 @@ def reset(views: Views, session: Session | None = None) -> Out:
 
 def wire(views: Views, panel: ControlsPanel, decode_queue: dict) -> None:
     inputs = {views.state, *panel.widgets.values(), *views.options.values()}
-    panel.step.click(partial(step, views), inputs, views.outputs(), **decode_queue)
-    running = panel.run.click(partial(run, views), inputs, views.outputs(), **decode_queue)
+    # preprocess=False: the raw values a client sends reach Controls.from_raw, the one boundary, so a
+    # hostile API call gets the same ⚠️ status line as the page (not Gradio's own range errors).
+    raw = dict(preprocess=False, **decode_queue)
+    panel.step.click(partial(step, views), inputs, views.outputs(), api_name="step", **raw)
+    running = panel.run.click(partial(run, views), inputs, views.outputs(), api_name="run", **raw)
     panel.stop.click(None, None, None, cancels=[running])
-    panel.reset.click(partial(reset, views), [views.state], views.outputs(), cancels=[running])
+    panel.reset.click(partial(reset, views), [views.state], views.outputs(), cancels=[running], api_name="reset")
     w = panel.widgets
     w["verifier"].change(verifier_info, [w["verifier"]], [panel.verifier_info], show_progress="hidden")
     w["pair"].change(pair_changed, [w["pair"], w["prompt"]], [w["target"], w["draft"], w["prompt"]])

@@ -17,8 +17,11 @@ import gradio as gr
 from decoding.compare.selection import check_selection
 from decoding.compare.session import CompareRun
 from decoding.models import pairs as models
+from decoding.models import space
 from decoding.run import engine
 from decoding.run.config import DecodeConfig
+from decoding.run.schema import StepRecord
+from ui.caps import Caps
 from ui.session import PAIRS, Controls, Session
 
 log = logging.getLogger("specscope.app")
@@ -54,13 +57,13 @@ def _reporter(progress: gr.Progress | None) -> Callable[..., None]:
 
 
 def open_run(session: Session, controls: Controls, progress: gr.Progress | None,
-             compare: Sequence[str] = (), mc_draws: int = 0) -> tuple[engine.Run, bool]:
+             caps: Caps | None = None, compare: Sequence[str] = (), mc_draws: int = 0) -> tuple[engine.Run, bool]:
     """Resume the session's run when the controls are unchanged, else start a new one (fresh=True).
 
     With `compare` keys the run is a CompareRun: those verifiers judge every step too (the run
     verifier still emits); turning compare on or off continues the same run.
     """
-    config = controls.config()  # validate before loading anything
+    config = controls.config(caps)  # validate (within this server's caps) before loading anything
     if compare:
         check_selection(list(compare), config)  # refuse, never drop, a verifier the shape does not allow
     pair = load(controls, progress)
@@ -70,6 +73,18 @@ def open_run(session: Session, controls: Controls, progress: gr.Progress | None,
                                                                          True)
     state = session.run if resume else engine.start(pair, config, controls.prompt).state
     return CompareRun(pair, DecodeConfig.from_dict(state.config), state, list(compare), mc_draws), not resume
+
+
+@space.gpu
+def advance(run: engine.Run) -> StepRecord | None:
+    """One step of model work (on ZeroGPU this call holds the GPU; elsewhere `space.gpu` is the identity)."""
+    return run.step()
+
+
+@space.gpu
+def baseline(pair, prompt_ids: list[int], n_tokens: int, config) -> engine.Baseline:
+    """The target alone decoding `n_tokens` (model work: wrapped like `advance`)."""
+    return engine.baseline(pair, prompt_ids, n_tokens, config)
 
 
 def commit(session: Session, controls: Controls, run: engine.Run, fresh: bool) -> Session:

@@ -8,7 +8,6 @@ from typing import Any
 
 import gradio as gr
 
-from decoding.run import engine
 from decoding.run.config import DecodeConfig
 from ui import decode
 from ui.session import Session
@@ -57,7 +56,7 @@ def _baseline(views: Views, session: Session, progress: gr.Progress | None) -> O
         raise ValueError("the baseline needs a live run with some tokens: press Step or Run first")
     pair = decode.load(session.controls, progress)
     config = DecodeConfig.from_dict(session.run.config)
-    base = engine.baseline(pair, list(session.run.prompt_ids), len(session.run.generated_ids), config)
+    base = decode.baseline(pair, list(session.run.prompt_ids), len(session.run.generated_ids), config)
     numbers = stats.BaselineNumbers(tokens=len(base.ids), seconds=base.seconds, forwards=base.forwards)
     return views.draw(replace(session, baseline=numbers))
 

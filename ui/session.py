@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import math
 import secrets
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from decoding.run import engine
-from decoding.run.config import DecodeConfig, parse_branching
+from decoding.run.config import Branching, DecodeConfig, Sequences, parse_branching
 from decoding.run.schema import Trace
 from decoding.verify.registry import VERIFIERS
+from ui.caps import Caps
 from viz import stats
 
 PAIRS = (("embedded: SmolLM2-135M + its int8 self-draft", "embedded"),
@@ -54,8 +55,14 @@ FIELDS: dict[str, Field] = {
     "sequences": Field(int, "K sequences", 1), "depth": Field(int, "depth", 1),
     "temperature": Field(float, "temperature", 0.0, 2.0), "top_k": Field(int, "top-k", 0),
     "top_p": Field(float, "top-p", 0.05, 1.0), "seed": Field(int, "seed", 0),
-    "max_new_tokens": Field(int, "max new tokens", 1, 256),
-}
+    "max_new_tokens": Field(int, "max new tokens", 1),
+}  # sequences, depth and max_new_tokens get their maximum from the launch Caps (field_spec)
+
+
+def field_spec(name: str, caps: Caps) -> Field:
+    """FIELDS[name] with the maximum the launch caps set (the widget's range and the check agree)."""
+    maximum = caps.bounds().get(name)
+    return FIELDS[name] if maximum is None else replace(FIELDS[name], maximum=maximum)
 
 
 @dataclass(frozen=True)
@@ -78,28 +85,36 @@ class Controls:
     max_new_tokens: int = 48
 
     @classmethod
-    def from_raw(cls, *values: Any, **named: Any) -> Controls:
+    def from_raw(cls, *values: Any, caps: Caps | None = None, **named: Any) -> Controls:
         """The boundary: raw front-end values (positional in field order, or by name) -> Controls.
 
+        Numbers are checked against FIELDS and the launch `caps`, the prompt against its length cap.
         ValueError with a one-line message a user can act on when a value cannot be read.
         """
+        caps = caps or Caps()
         names = [f.name for f in fields(cls)]
         if len(values) > len(names):
             raise ValueError(f"expected at most {len(names)} control values, got {len(values)}")
         raw = {**dict(zip(names, values, strict=False)), **named}
+        unknown = sorted(set(raw) - set(names))
+        if unknown:
+            raise ValueError(f"unknown control {unknown[0]!r}")
         defaults = cls()
-        return cls(**{name: read_value(FIELDS[name], raw.get(name), getattr(defaults, name))
-                      for name in names})
+        controls = cls(**{name: read_value(field_spec(name, caps), raw.get(name), getattr(defaults, name))
+                          for name in names})
+        caps.check_prompt(controls.prompt)
+        return controls
 
-    def config(self) -> DecodeConfig:
-        """A validated DecodeConfig; ValueError with a readable message otherwise."""
+    def config(self, caps: Caps | None = None) -> DecodeConfig:
+        """A validated DecodeConfig within the launch `caps`; ValueError with a readable message otherwise."""
         if self.verifier not in VERIFIERS:
             raise ValueError(f"unknown verifier {self.verifier!r}; choose one of: {', '.join(VERIFIERS)}")
-        common = dict(verifier=self.verifier, temperature=self.temperature, top_k=self.top_k, top_p=self.top_p,
-                      seed=self.seed, max_new_tokens=self.max_new_tokens)
-        if self.shape == SHAPES[1]:
-            return DecodeConfig(branching=(1,), sequences=self.sequences, depth=self.depth, **common)
-        return DecodeConfig(branching=parse_branching(self.branching), **common)
+        sequences = self.shape == SHAPES[1]
+        shape = Sequences(self.sequences, self.depth) if sequences else Branching(parse_branching(self.branching))
+        shape.check()  # the library's own message first (e.g. a level of 0 children)
+        (caps or Caps()).check_shape(shape)
+        return DecodeConfig(verifier=self.verifier, shape=shape, temperature=self.temperature, top_k=self.top_k,
+                            top_p=self.top_p, seed=self.seed, max_new_tokens=self.max_new_tokens)
 
 
 def read_value(spec: Field, value: Any, default: Any) -> Any:

@@ -12,13 +12,11 @@ from pathlib import Path
 
 import gradio as gr
 
-from decoding.run.schema import Trace, trace_from_json, trace_to_json
+from decoding.run.schema import Trace, read_trace_file, trace_to_json
 from ui.session import Session
 from ui.views import Out, Views, md
 from viz import checks
 from viz.tokens import shorten
-
-MAX_TRACE_BYTES = 50 * 1024 * 1024
 
 
 @dataclass
@@ -70,15 +68,9 @@ def import_trace(views: Views, session: Session | None, path: str | None) -> Out
 
 
 def read_trace(path: str) -> Trace:
-    size = os.path.getsize(path)
-    if size > MAX_TRACE_BYTES:
-        raise ValueError(f"this file is {size / 1e6:.0f} MB; a trace is at most {MAX_TRACE_BYTES // 10**6} MB")
+    """The hardened reader (size cap, UTF-8, nesting cap, strict schema), its messages prefixed for the user."""
     try:
-        body = Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ValueError("this file is not a specscope trace (not UTF-8 text)") from None
-    try:
-        return trace_from_json(body)
+        return read_trace_file(path)
     except ValueError as err:
         raise ValueError(f"could not import this file: {err}") from None
     except (TypeError, KeyError, IndexError, AttributeError, RecursionError) as err:
@@ -86,7 +78,7 @@ def read_trace(path: str) -> Trace:
 
 
 def _replay(views: Views, trace: Trace) -> Out:
-    problems = [msg for step in trace.steps for msg in checks.step_problems(step)]
+    problems = checks.trace_problems(trace)
     if problems:
         more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
         raise ValueError(f"this trace's records are inconsistent and cannot be drawn: {problems[0]}{more}")
@@ -104,4 +96,5 @@ def _replay(views: Views, trace: Trace) -> Out:
 
 def wire(views: Views, panel: TraceIO) -> None:
     panel.export.click(export, [views.state], [panel.file, views.status])
-    panel.upload.upload(partial(import_trace, views), [views.state, panel.upload], views.outputs())
+    panel.upload.upload(partial(import_trace, views), [views.state, panel.upload], views.outputs(),
+                        api_name="import_trace")

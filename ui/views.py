@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 import gradio as gr
 
+from ui.caps import Caps
 from ui.session import Controls, Session
 from viz.tokens import shorten
 
@@ -38,10 +39,11 @@ class Views:
     panels: list[SessionPanel]
     controls: dict[str, Any] = field(default_factory=dict)  # the control widgets by Controls field name
     options: dict[str, Any] = field(default_factory=dict)  # other widgets Step and Run read (the compare view's)
+    caps: Caps = field(default_factory=Caps)  # this server's limits, set at launch
 
     def read_controls(self, values: dict) -> Controls:
         """The control widgets' raw values in `values` (a set-input dict) -> Controls, via the boundary."""
-        return Controls.from_raw(**{name: values.get(widget) for name, widget in self.controls.items()})
+        return Controls.from_raw(caps=self.caps, **{name: values.get(widget) for name, widget in self.controls.items()})
 
     def read_options(self, values: dict) -> dict[str, Any]:
         """The option widgets' raw values in `values`, by name (None where a widget was not sent)."""

@@ -60,7 +60,7 @@ def test_missing_and_string_values_are_read_by_the_documented_rules(name, value,
     ("sequences", True, "K sequences must be a number"),
     ("temperature", 5.0, "temperature must be between 0 and 2, got 5"),
     ("top_p", 0.0, "top-p must be between 0.05 and 1"),
-    ("max_new_tokens", 1000, "max new tokens must be between 1 and 256"),
+    ("max_new_tokens", 2000, "max new tokens must be between 1 and 1024"),
     ("seed", -1, "seed must be at least 0"),
     ("top_k", -3.0, "top-k must be at least 0"),
 ])

@@ -1,0 +1,70 @@
+"""`Caps`: the limits this server puts on one user's run, set at launch (app.py's --max-* flags).
+
+A public Space and a laptop want different limits, so they are a frozen value built once from the
+command line and handed to the page and to the control boundary; no module-level state changes.
+The library's own bounds (decoding/run/config.py's MAX_*, engine.MAX_PROMPT_CHARS) are the
+defaults and the ceiling: a launch cap can tighten them, never lift them past what DecodeConfig
+accepts, so a run the page allows is always one the library runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from decoding.run import config as run_config
+from decoding.run import engine
+
+# Each cap: (its library ceiling, what it limits), one entry per Caps field.
+CEILINGS: dict[str, tuple[int, str]] = {
+    "max_nodes": (run_config.MAX_NODES, "drafted nodes per tree"),
+    "max_depth": (run_config.MAX_DEPTH, "tree depth"),
+    "max_branch": (run_config.MAX_BRANCH, "children per node (and K sequences)"),
+    "max_new_tokens": (run_config.MAX_NEW_TOKENS, "new tokens per run"),
+    "max_prompt_chars": (engine.MAX_PROMPT_CHARS, "prompt characters"),
+}
+
+
+@dataclass(frozen=True)
+class Caps:
+    """Per-run limits; every field is between 1 and its library ceiling (ValueError otherwise)."""
+
+    max_nodes: int = run_config.MAX_NODES
+    max_depth: int = run_config.MAX_DEPTH
+    max_branch: int = run_config.MAX_BRANCH
+    max_new_tokens: int = run_config.MAX_NEW_TOKENS
+    max_prompt_chars: int = engine.MAX_PROMPT_CHARS
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            ceiling = CEILINGS[f.name][0]
+            value = getattr(self, f.name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= ceiling:
+                raise ValueError(f"--{f.name.replace('_', '-')} ({CEILINGS[f.name][1]}) must be a whole number "
+                                 f"between 1 and {ceiling} (the library's limit), got {value!r}")
+
+    def bounds(self) -> dict[str, int]:
+        """The largest value of each numeric control these caps bound (Controls field -> maximum)."""
+        return {"sequences": self.max_branch, "depth": self.max_depth, "max_new_tokens": self.max_new_tokens}
+
+    def check_prompt(self, prompt: str) -> None:
+        if len(prompt) > self.max_prompt_chars:
+            raise ValueError(f"the prompt has {len(prompt)} characters; this server's limit is "
+                             f"{self.max_prompt_chars}")
+
+    def check_shape(self, shape: run_config.Shape) -> None:
+        """A tree shape within the caps: depth, children per node, then total nodes."""
+        widths = shape.widths
+        if len(widths) > self.max_depth:
+            raise ValueError(f"the tree is {len(widths)} levels deep; this server's limit is {self.max_depth}")
+        if widths and max(widths) > self.max_branch:
+            raise ValueError(f"a node would have {max(widths)} children; this server's limit is "
+                             f"{self.max_branch} per node")
+        if shape.max_nodes > self.max_nodes:
+            raise ValueError(f"the tree would have up to {shape.max_nodes} nodes; this server's limit is "
+                             f"{self.max_nodes}")
+
+    def text(self) -> str:
+        """One line for the page, under the controls."""
+        return (f"Limits on this server: at most {self.max_nodes} nodes per tree, depth {self.max_depth}, "
+                f"{self.max_branch} children per node, {self.max_new_tokens} new tokens, "
+                f"{self.max_prompt_chars:,} prompt characters.")
