@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 OUTPUT = ROOT / "tests" / "output"
 _, _VIEWS = app.build_page("toy")
 LABELS = {name: widget.label for name, widget in _VIEWS.controls.items()}  # Controls field -> widget label
+OPTION_LABELS = [widget.label for widget in _VIEWS.options.values()]  # the compare view's widgets: sent as null (off)
 
 
 def free_port() -> int:
@@ -71,12 +72,12 @@ class AppSession:
         self.client = Client(url, verbose=False, download_files=False)
         api = self.client.view_api(return_format="dict", print_info=False)["named_endpoints"]
         self.order = [p["label"] for p in api["/step"]["parameters"]]  # the endpoint's positional order
-        assert sorted(self.order) == sorted(LABELS.values()), self.order
+        assert sorted(self.order) == sorted([*LABELS.values(), *OPTION_LABELS]), self.order
 
     def call(self, endpoint: str, controls: dict) -> tuple:
         """Step or Run with these raw control values (by Controls field name); the endpoint's outputs."""
         by_label = {LABELS[name]: value for name, value in controls.items()}
-        result = self.client.predict(*[by_label[label] for label in self.order], api_name=endpoint)
+        result = self.client.predict(*[by_label.get(label) for label in self.order], api_name=endpoint)
         return result if isinstance(result, tuple) else (result,)
 
     def step(self, controls: dict) -> str:
