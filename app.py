@@ -18,6 +18,7 @@ from dataclasses import replace
 import gradio as gr
 
 from ui import controls, decode, help, inspector, run_stats, trace_io, tree_view
+from ui.run_cache import RunCache
 from ui.session import PAIRS, Controls, new_session
 from ui.views import Views
 
@@ -26,8 +27,11 @@ INTRO = ("# specscope\nLive multi-candidate speculative decoding: a draft model 
          "the target (p) scores it in one forward, a verifier accepts a path.")
 
 
-def build_page(default_pair: str = "embedded") -> tuple[gr.Blocks, Views]:
-    """The Blocks and its Views (the handlers' handle on every component), wired."""
+def build_page(default_pair: str = "embedded", runs: RunCache | None = None) -> tuple[gr.Blocks, Views]:
+    """The Blocks and its Views (the handlers' handle on every component), wired.
+
+    `runs` is this app's cache of live runs (a new one by default; see ui.run_cache)."""
+    runs = RunCache() if runs is None else runs
     default = replace(Controls(), pair=default_pair,
                       prompt=controls.example_prompts()["toy" if default_pair == "toy" else "text"][0])
     with gr.Blocks(title="specscope", analytics_enabled=False) as demo:
@@ -45,12 +49,20 @@ def build_page(default_pair: str = "embedded") -> tuple[gr.Blocks, Views]:
             help.build()
         views = Views(state, panel.status, [tree, nodes, stats], controls=panel.widgets)
         decode_queue = dict(concurrency_limit=_concurrency(), concurrency_id="decode")
-        controls.wire(views, panel, decode_queue)
+        controls.wire(views, panel, decode_queue, runs)
         tree_view.wire(views, tree)
         inspector.wire(views, nodes, tree.slider)
         run_stats.wire(views, stats, decode_queue)
         trace_io.wire(views, traces)
+        demo.unload(_leaver(runs))
     return demo, views
+
+
+def _leaver(runs: RunCache):
+    """The page-leave handler: Gradio hands it only a gr.Request (found by its type hint)."""
+    def leave(request: gr.Request) -> None:
+        runs.leave(request.session_hash)
+    return leave
 
 
 def build_app(default_pair: str = "embedded") -> gr.Blocks:

@@ -15,6 +15,7 @@ import gradio as gr
 from decoding.run import engine
 from decoding.verify.registry import VERIFIERS
 from ui import decode
+from ui.run_cache import RunCache
 from ui.session import FIELDS, PAIRS, SHAPES, Controls, Session
 from ui.views import Out, Views, internal_error, md
 
@@ -109,22 +110,28 @@ def shape_changed(shape: str | None) -> tuple[dict, dict, dict]:
 
 
 # ---- Step, Run, Reset: the handlers read every control through the boundary --------------------------
-def step(views: Views, values: dict, progress: gr.Progress = PROGRESS) -> Out:
-    """One speculative step: resume the run from its plain state, step once, redraw."""
+def step(views: Views, values: dict, progress: gr.Progress = PROGRESS, request: gr.Request = None, *,
+         runs: RunCache | None = None) -> Out:
+    """One speculative step: the live run from `runs` (or resumed from its plain state), step once, redraw."""
     session = values.get(views.state) or Session()
-    return views.guarded(session, lambda: _step_once(views, session, views.read_controls(values), progress))
+    controls = partial(views.read_controls, values)
+    return views.guarded(session, lambda: _step_once(views, session, controls(), progress, runs, request))
 
 
-def _step_once(views: Views, session: Session, controls: Controls, progress: gr.Progress | None) -> Out:
+def _step_once(views: Views, session: Session, controls: Controls, progress: gr.Progress | None,
+               runs: RunCache | None, request: gr.Request | None) -> Out:
     note = decode.finished_note(session, controls)
     if note:
         return views.draw(session, status=note)
-    run, fresh = decode.open_run(session, controls, progress)
+    run, fresh = decode.open_run(session, controls, progress, runs)
     run.step()
-    return views.draw(decode.commit(session, controls, run, fresh))
+    session = decode.commit(session, controls, run, fresh)
+    decode.keep(runs, session, run, request)
+    return views.draw(session)
 
 
-def run(views: Views, values: dict, progress: gr.Progress = PROGRESS) -> Iterator[Out]:
+def run(views: Views, values: dict, progress: gr.Progress = PROGRESS, request: gr.Request = None, *,
+        runs: RunCache | None = None) -> Iterator[Out]:
     """Step until the run finishes, redrawing after every step (Stop cancels this event)."""
     current = values.get(views.state) or Session()
     try:
@@ -133,10 +140,13 @@ def run(views: Views, values: dict, progress: gr.Progress = PROGRESS) -> Iterato
         if note:
             yield views.draw(current, status=note)
             return
-        live, fresh = decode.open_run(current, controls, progress)
-        for latest in _stream(current, controls, live, fresh):
-            current = latest
-            yield views.draw(current)
+        live, fresh = decode.open_run(current, controls, progress, runs)
+        try:
+            for latest in _stream(current, controls, live, fresh):
+                current = latest
+                yield views.draw(current)
+        finally:  # also when Stop cancels: the next Step checks that the run still matches
+            decode.keep(runs, current, live, request)
     except ValueError as err:
         yield views.problem(current, str(err))
     except Exception as err:  # noqa: BLE001 - one user's failure must not take the app down
@@ -154,16 +164,27 @@ def _stream(session: Session, controls: Controls, live: engine.Run, fresh: bool)
             return
 
 
-def reset(views: Views, session: Session | None = None) -> Out:
+def reset(views: Views, session: Session | None = None, *, runs: RunCache | None = None) -> Out:
+    """A new, empty session (a new key); the old session's live run leaves the cache."""
+    if runs is not None and session is not None:
+        runs.evict(session.key)
     return views.draw(Session(), status="Reset. Press **Step** to start a new run.")
 
 
-def wire(views: Views, panel: ControlsPanel, decode_queue: dict) -> None:
+def wire(views: Views, panel: ControlsPanel, decode_queue: dict, runs: RunCache | None = None) -> None:
     inputs = {views.state, *panel.widgets.values()}
-    panel.step.click(partial(step, views), inputs, views.outputs(), **decode_queue)
-    running = panel.run.click(partial(run, views), inputs, views.outputs(), **decode_queue)
+
+    # Closures, not partials: Gradio finds the gr.Request parameter by a plain function's type hints.
+    def on_step(values: dict, request: gr.Request, progress: gr.Progress = PROGRESS) -> Out:
+        return step(views, values, progress, request, runs=runs)
+
+    def on_run(values: dict, request: gr.Request, progress: gr.Progress = PROGRESS) -> Iterator[Out]:
+        yield from run(views, values, progress, request, runs=runs)
+
+    panel.step.click(on_step, inputs, views.outputs(), **decode_queue)
+    running = panel.run.click(on_run, inputs, views.outputs(), **decode_queue)
     panel.stop.click(None, None, None, cancels=[running])
-    panel.reset.click(partial(reset, views), [views.state], views.outputs(), cancels=[running])
+    panel.reset.click(partial(reset, views, runs=runs), [views.state], views.outputs(), cancels=[running])
     w = panel.widgets
     w["verifier"].change(verifier_info, [w["verifier"]], [panel.verifier_info], show_progress="hidden")
     w["pair"].change(pair_changed, [w["pair"], w["prompt"]], [w["target"], w["draft"], w["prompt"]])

@@ -16,6 +16,7 @@ import gradio as gr
 
 from decoding.models import pairs as models
 from decoding.run import engine
+from ui.run_cache import RunCache
 from ui.session import PAIRS, Controls, Session
 
 log = logging.getLogger("specscope.app")
@@ -50,13 +51,25 @@ def _reporter(progress: gr.Progress | None) -> Callable[..., None]:
     return report
 
 
-def open_run(session: Session, controls: Controls, progress: gr.Progress | None) -> tuple[engine.Run, bool]:
-    """Resume the session's run when the controls are unchanged, else start a new one (fresh=True)."""
+def open_run(session: Session, controls: Controls, progress: gr.Progress | None,
+             runs: RunCache | None = None) -> tuple[engine.Run, bool]:
+    """Resume the session's run when the controls are unchanged, else start a new one (fresh=True).
+
+    The live run comes out of `runs` when it is there and is exactly the session's run (its KV
+    caches are warm); otherwise it is rebuilt from the plain state (both caches re-prefilled).
+    """
     config = controls.config()  # validate before loading anything
     pair = load(controls, progress)
+    live = runs.take(session.key, session.run, pair) if runs is not None and session.run is not None else None
     if session.run is not None and session.controls == controls:
-        return engine.resume(pair, session.run), False
+        return (live or engine.resume(pair, session.run)), False
     return engine.start(pair, config, controls.prompt), True
+
+
+def keep(runs: RunCache | None, session: Session, run: engine.Run, request: gr.Request | None) -> None:
+    """Put the live run back in the cache under the session's key (a finished run is not kept)."""
+    if runs is not None and not run.done:
+        runs.put(session.key, run, page=getattr(request, "session_hash", None))
 
 
 def commit(session: Session, controls: Controls, run: engine.Run, fresh: bool) -> Session:
