@@ -43,17 +43,18 @@ def build_page(default_pair: str = "embedded", runs: RunCache | None = None) -> 
             with gr.Column(scale=5):
                 tree = tree_view.TreeView.build()
                 nodes = inspector.Inspector.build()
-        with gr.Tabs():
+        with gr.Tabs(selected=help.TAB_ID) as tabs:  # the run charts are drawn once their tab opens
             stats = run_stats.RunStats.build()
             traces = trace_io.TraceIO.build()
             help.build()
         views = Views(state, panel.status, [tree, nodes, stats], controls=panel.widgets)
         decode_queue = dict(concurrency_limit=_concurrency(), concurrency_id="decode")
-        controls.wire(views, panel, decode_queue, runs)
+        changes = controls.wire(views, panel, decode_queue, runs)
         tree_view.wire(views, tree)
         inspector.wire(views, nodes, tree.slider)
         run_stats.wire(views, stats, decode_queue)
-        trace_io.wire(views, traces)
+        changes += trace_io.wire(views, traces)
+        run_stats.wire_lazy(views, stats, tabs, changes)
         demo.unload(_leaver(runs))
     return demo, views
 

@@ -171,7 +171,8 @@ def reset(views: Views, session: Session | None = None, *, runs: RunCache | None
     return views.draw(Session(), status="Reset. Press **Step** to start a new run.")
 
 
-def wire(views: Views, panel: ControlsPanel, decode_queue: dict, runs: RunCache | None = None) -> None:
+def wire(views: Views, panel: ControlsPanel, decode_queue: dict, runs: RunCache | None = None) -> list:
+    """Wire the controls; returns the events that change the session (for run_stats' lazy charts)."""
     inputs = {views.state, *panel.widgets.values()}
 
     # Closures, not partials: Gradio finds the gr.Request parameter by a plain function's type hints.
@@ -181,11 +182,12 @@ def wire(views: Views, panel: ControlsPanel, decode_queue: dict, runs: RunCache 
     def on_run(values: dict, request: gr.Request, progress: gr.Progress = PROGRESS) -> Iterator[Out]:
         yield from run(views, values, progress, request, runs=runs)
 
-    panel.step.click(on_step, inputs, views.outputs(), **decode_queue)
+    stepping = panel.step.click(on_step, inputs, views.outputs(), **decode_queue)
     running = panel.run.click(on_run, inputs, views.outputs(), **decode_queue)
-    panel.stop.click(None, None, None, cancels=[running])
-    panel.reset.click(partial(reset, views, runs=runs), [views.state], views.outputs(), cancels=[running])
+    stopping = panel.stop.click(None, None, None, cancels=[running])
+    resetting = panel.reset.click(partial(reset, views, runs=runs), [views.state], views.outputs(), cancels=[running])
     w = panel.widgets
     w["verifier"].change(verifier_info, [w["verifier"]], [panel.verifier_info], show_progress="hidden")
     w["pair"].change(pair_changed, [w["pair"], w["prompt"]], [w["target"], w["draft"], w["prompt"]])
     w["shape"].change(shape_changed, [w["shape"]], [w["branching"], w["sequences"], w["depth"]])
+    return [stepping, running, stopping, resetting]
