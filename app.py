@@ -17,7 +17,8 @@ from dataclasses import replace
 
 import gradio as gr
 
-from ui import controls, decode, help, inspector, run_stats, trace_io, tree_view
+from decoding.verify.registry import VERIFIERS
+from ui import controls, decode, help, inspector, lab, run_stats, trace_io, tree_view
 from ui.run_cache import RunCache
 from ui.session import PAIRS, Controls, new_session
 from ui.views import Views
@@ -27,7 +28,8 @@ INTRO = ("# specscope\nLive multi-candidate speculative decoding: a draft model 
          "the target (p) scores it in one forward, a verifier accepts a path.")
 
 
-def build_page(default_pair: str = "embedded", runs: RunCache | None = None) -> tuple[gr.Blocks, Views]:
+def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = (),
+               runs: RunCache | None = None) -> tuple[gr.Blocks, Views]:
     """The Blocks and its Views (the handlers' handle on every component), wired.
 
     `runs` is this app's cache of live runs (a new one by default; see ui.run_cache)."""
@@ -36,6 +38,8 @@ def build_page(default_pair: str = "embedded", runs: RunCache | None = None) -> 
                       prompt=controls.example_prompts()["toy" if default_pair == "toy" else "text"][0])
     with gr.Blocks(title="specscope", analytics_enabled=False) as demo:
         gr.Markdown(INTRO)
+        if notices:  # launch-time problems, e.g. a refused --verifier-file
+            gr.Markdown("\n".join(f"⚠️ {n}" for n in notices), elem_id="launch-notices")
         state = gr.State(new_session)  # a callable: each page gets its own Session (and its own key)
         with gr.Row():
             with gr.Column(scale=2, min_width=320):
@@ -46,6 +50,8 @@ def build_page(default_pair: str = "embedded", runs: RunCache | None = None) -> 
         with gr.Tabs(selected=help.TAB_ID) as tabs:  # the run charts are drawn once their tab opens
             stats = run_stats.RunStats.build()
             traces = trace_io.TraceIO.build()
+            with gr.Tab("Verifier lab"):
+                lab.build(VERIFIERS)
             help.build()
         views = Views(state, panel.status, [tree, nodes, stats], controls=panel.widgets)
         decode_queue = dict(concurrency_limit=_concurrency(), concurrency_id="decode")
@@ -66,8 +72,8 @@ def _leaver(runs: RunCache):
     return leave
 
 
-def build_app(default_pair: str = "embedded") -> gr.Blocks:
-    return build_page(default_pair)[0]
+def build_app(default_pair: str = "embedded", notices: tuple[str, ...] = ()) -> gr.Blocks:
+    return build_page(default_pair, notices)[0]
 
 
 def _concurrency() -> int:
@@ -87,6 +93,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="do not load the preselected pair in the background at start")
     parser.add_argument("--bench-step", type=int, default=0, metavar="N",
                         help="benchmark instead of serving: N Step clicks (3,2,2 tree) on --pair, timed")
+    parser.add_argument("--verifier-file", action="append", default=[], metavar="PATH",
+                        help="a local Python file with your own verifier (README); repeatable; registered at launch")
     return parser.parse_args(argv)
 
 
@@ -100,7 +108,12 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if args.device:
         os.environ["SPECSCOPE_DEVICE"] = args.device
-    demo = build_app(default_pair=args.pair)
+    from decoding.lab.custom import register_files
+
+    _, notices = register_files(args.verifier_file, VERIFIERS)  # explicit, once, before serving anyone
+    for notice in notices:
+        logging.getLogger("specscope.app").warning(notice)
+    demo = build_app(default_pair=args.pair, notices=tuple(notices))
     if not args.no_preload:
         threading.Thread(target=decode.preload, args=(args.pair,), daemon=True, name="specscope-preload").start()
     demo.queue(max_size=64).launch(server_name=args.host, server_port=args.port, css=CSS, max_file_size="50mb",

@@ -8,3 +8,12 @@ Subpackages, by concern (dependencies point one way: cli -> lab, run -> models -
 - `cli/`: `python -m decoding ...` and the benchmarks.
 Nothing here imports gradio or viz.
 """
+
+
+def __getattr__(name: str):
+    """`from decoding import FASTEST` without importing anything heavy when decoding is imported."""
+    if name == "FASTEST":
+        from decoding.fastest import FASTEST
+
+        return FASTEST
+    raise AttributeError(f"module 'decoding' has no attribute {name!r}")

@@ -81,7 +81,10 @@ def example_prompts() -> dict[str, list[str]]:
 
 
 def verifier_choices() -> list[tuple[str, str]]:
-    return [(f"{e.title} ({key})" + ("" if e.lossless else " — lossy"), key) for key, e in VERIFIERS.items()]
+    def badge(e) -> str:
+        return " — custom" if getattr(e, "custom", False) else ("" if e.lossless else " — lossy")
+
+    return [(f"{e.title} ({key})" + badge(e), key) for key, e in VERIFIERS.items()]
 
 
 def verifier_info(key: str | None) -> str:

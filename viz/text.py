@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from decoding.run.schema import StepRecord
 from viz.palette import ORIGIN_COLORS, ORIGIN_NAMES
+from viz.tokens import html_text
 
 PROMPT_COLOR = "#EEEEEE"
 
@@ -33,11 +34,11 @@ def generated_text(steps: Sequence[StepRecord]) -> str:
 
 def text_html(steps: Sequence[StepRecord], prompt: str = "", legend: bool = True) -> str:
     """Escaped HTML: the prompt in grey, then each token on its origin's colour."""
-    parts = [f'<span style="background:{PROMPT_COLOR}" title="prompt">{html.escape(prompt)}</span>'] if prompt else []
+    parts = [f'<span style="background:{PROMPT_COLOR}" title="prompt">{html_text(prompt)}</span>'] if prompt else []
     for text, kind, index in origin_spans(steps):
         title = html.escape(f"step {index + 1}: {ORIGIN_NAMES[kind]}", quote=True)
         parts.append(f'<span style="background:{ORIGIN_COLORS[kind]}33;border-bottom:2px solid '
-                     f'{ORIGIN_COLORS[kind]}" title="{title}">{html.escape(text)}</span>')
+                     f'{ORIGIN_COLORS[kind]}" title="{title}">{html_text(text)}</span>')
     body = f'<div class="specscope-text" style="white-space:pre-wrap;line-height:1.7">{"".join(parts)}</div>'
     return (legend_html() + body) if legend else body
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 import unicodedata
 
 # Visible stand-ins for characters that would otherwise vanish in a label.
@@ -34,6 +35,15 @@ def shorten(text: str, limit: int = MAX_LABEL) -> str:
 def label(text: str, limit: int = MAX_LABEL) -> str:
     """Visible, shortened and HTML-escaped: safe inside plotly text and hover labels."""
     return html.escape(shorten(visible(text), limit))
+
+
+MARKDOWN = re.compile(r"[\\`*_{}\[\]()#+!|~>-]")
+
+
+def html_text(text: str) -> str:
+    """HTML-escaped, with Markdown punctuation as numeric entities: inert in an HTML container and in
+    a Markdown one that passes HTML through (gr.Markdown), and it reads the same."""
+    return MARKDOWN.sub(lambda m: f"&#{ord(m.group())};", html.escape(text, quote=True))
 
 
 def unique_labels(labels: list[str], keys: list[int]) -> list[str]:

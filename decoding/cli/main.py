@@ -1,4 +1,4 @@
-"""The command line: `python -m decoding generate ...` and `python -m decoding bench ...`.
+"""The command line: `python -m decoding generate|certify|bench ...`.
 
 User errors (bad flags, bad prompt, models that cannot load) print one line to stderr and exit 2,
 never a traceback.
@@ -16,6 +16,7 @@ BENCHES = {
     "verifiers": "decoding.cli.bench_verifiers",
     "engine": "decoding.cli.bench_engine",
     "efficiency": "decoding.cli.bench_efficiency",
+    "speed": "decoding.cli.bench_speed",
 }
 
 
@@ -29,6 +30,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     cmp = sub.add_parser("compare", help="several verifiers on the same steps, one target forward each")
     compare_cli.add_flags(cmp)
+    cert = sub.add_parser("certify", help="certify a verifier exactly on tiny languages (exit 0 lossless, 3 not)")
+    from decoding.lab.cli import add_flags as add_certify_flags
+
+    add_certify_flags(cert)
     bench = sub.add_parser("bench", help="benchmarks (not tests): " + ", ".join(BENCHES))
     bench.add_argument("which", choices=sorted(BENCHES), help="which benchmark")
     bench.add_argument("rest", nargs=argparse.REMAINDER, help="flags passed to the benchmark")
@@ -112,6 +117,10 @@ def main(argv: list[str]) -> int:
             from decoding.cli import compare as compare_cli
 
             return compare_cli.run(args)
+        if args.command == "certify":
+            from decoding.lab.cli import run as run_certify
+
+            return run_certify(args)
         return run_bench(args)
     except (ValueError, FileNotFoundError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)

@@ -62,7 +62,8 @@ def compare_runs(pair, config: DecodeConfig, prompt: str, keys: list[str], seeds
         traces = []
         for seed in seeds:
             progress(f"{key}: seed {seed}")
-            traces.append(engine.generate(pair, config.with_(verifier=key, seed=seed), prompt))
+            # efficiency and exact expected tokens need no per-visit alpha*: skip that heavy theory
+            traces.append(engine.generate(pair, config.with_(verifier=key, seed=seed), prompt, lazy_theory=True))
         out.append(summarise(key, traces, config.tree_depth))
     return out
 

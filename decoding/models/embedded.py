@@ -24,6 +24,7 @@ from pathlib import Path
 
 import torch
 
+from decoding.models import space
 from decoding.models.hfload import ModelLoadError
 
 MODEL_NAME = "SmolLM2-135M-Instruct"
@@ -106,10 +107,22 @@ def _size_mb(folder: Path) -> float:
     return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 2**20
 
 
+def source_folder(progress: Callable[[str], None]) -> Path:
+    """Where the embedded model is read from: the converted cache of the wheel's GGUF or, on a Space
+    without the wheel, a hub snapshot of the same model (space.py)."""
+    if space.embedded_from_hub():
+        progress(f"on a Space without the {space.PACKAGE} package: loading {space.HUB_ID} from the hub")
+        return Path(space.hub_folder(space.HUB_ID))
+    return converted_folder(progress)
+
+
 def load_target(device: str, progress: Callable[[str], None]):
-    """The embedded target (float32, eval mode) from the converted cache."""
+    """The embedded target (float32, eval mode) from the converted cache or the hub (source_folder)."""
     from transformers import AutoModelForCausalLM
 
+    if space.embedded_from_hub():
+        folder = source_folder(progress)
+        return AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).to(device).eval()
     folder = converted_folder(progress)
     try:
         model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, local_files_only=True)
@@ -124,7 +137,7 @@ def load_target(device: str, progress: Callable[[str], None]):
 def load_tokenizer(progress: Callable[[str], None]):
     from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(converted_folder(progress), local_files_only=True)
+    return AutoTokenizer.from_pretrained(source_folder(progress), local_files_only=True)
 
 
 def int8_self_draft(target) -> torch.nn.Module:

@@ -200,8 +200,17 @@ def custom_target(spec: str, device: str, progress: Progress):
     tokenizer = _hf_tokenizer(spec)
     model = _hf_model(spec, device, dtype, progress)
     vocab = int(model.config.get_text_config().vocab_size)
+    check_tokenizer_fits(spec, tokenizer, vocab)
     codec = HFCodec(tokenizer, eos_ids_of(tokenizer, model), vocab, max_context_of(model))
     return model, codec, spec, str(dtype).removeprefix("torch.")
+
+
+def check_tokenizer_fits(spec: str, tokenizer, vocab: int) -> None:
+    """Refuse a folder whose tokenizer makes ids its model has no logits for (a mixed-up folder)."""
+    largest = max(tokenizer.get_vocab().values(), default=-1)
+    if largest >= vocab:
+        raise ModelLoadError(f"the tokenizer of {spec!r} does not match its model: it has token id {largest} "
+                             f"but the model scores only {vocab} ids")
 
 
 def custom_pair(target: str, draft: str, device: str = "auto", progress: Progress = _stderr) -> ModelPair:

@@ -89,6 +89,7 @@ class _Settings:
     chat: bool = True
     top_n: int = 8  # how many tokens of p and q each node keeps in its record
     record: bool = True  # False: fast path, no per-node tests or theory (benchmarks)
+    adaptive: bool = False  # chains only: each step's length (1..len(branching)) chosen from past steps
 
     def __post_init__(self) -> None:
         from decoding.verify.registry import VERIFIERS  # registry import kept local: config is imported early
@@ -106,6 +107,8 @@ class _Settings:
                 f"K independent sequences give i.i.d. candidates; verifier {self.verifier!r} needs "
                 f"the {str(entry.law)!r} law: use a branching tree (e.g. 3,2,2) instead"
             )
+        if self.adaptive and not (isinstance(self.shape, Branching) and set(self.shape.levels) == {1}):
+            raise ValueError("adaptive length needs a chain (branching 1,1,...,1): its length is what adapts")
         self._check_ranges()
 
     def _check_ranges(self) -> None:

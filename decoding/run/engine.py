@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 import torch
 
 from decoding.models.target import score_tree
+from decoding.run import adaptive
 from decoding.run import recorder as recording
 from decoding.run.config import Branching, DecodeConfig
 from decoding.run.drafting import draft_tree
@@ -26,6 +28,11 @@ from decoding.verify.tree import DraftTree
 from decoding.verify.walk import Walk
 
 MAX_PROMPT_CHARS = 100_000
+LAZY_THEORY_STEPS = 16  # steps whose p/q rows a lazy-theory run keeps for fill_theory
+
+
+class OutOfMemory(ValueError):
+    """The device ran out of memory in a step; the run is unchanged and the next step may retry."""
 
 
 @dataclass(frozen=True)
@@ -57,18 +64,27 @@ def _ms_since(t0: float) -> float:
 class Run:
     """One speculative-decoding run; iterate it, or call step() until it returns None."""
 
-    def __init__(self, pair, config: DecodeConfig, state: RunState) -> None:
+    def __init__(self, pair, config: DecodeConfig, state: RunState, *, lazy_theory: bool = False) -> None:
         self.pair = pair
         self.config = config
+        self.lazy_theory = lazy_theory  # records leave alpha_exact/alpha_optimal None until fill_theory(index)
+        self._theory_rows: dict[int, list[tuple[int, torch.Tensor, torch.Tensor]]] = {}
+        self.chain_stats = adaptive.ChainStats()  # past steps only: what config.adaptive decides from
         self.entry = VERIFIERS[config.verifier]
         self._state = state
         self.generator = torch.Generator(device="cpu")
-        self.generator.set_state(torch.tensor(list(state.rng_state), dtype=torch.uint8))
-        context = list(state.prompt_ids) + list(state.generated_ids)
-        self.target = pair.target_session()
-        self.draft = pair.draft_session()
+        with out_of_memory_as_message():
+            self._open_sessions()
+
+    def _open_sessions(self) -> None:
+        """Fresh TreeLM sessions and generator at the plain state (after a failed step, too)."""
+        self.generator.set_state(torch.tensor(list(self._state.rng_state), dtype=torch.uint8))
+        context = self._context()
+        self.target = self.pair.target_session()
+        self.draft = self.pair.draft_session()
         self.target.start(context)
         self.draft.start(context)
+        self._broken = False
 
     # ---- public -------------------------------------------------------------------------------
     @property
@@ -91,7 +107,12 @@ class Run:
             self._finish("context")
             return None
         t_start = time.perf_counter()
-        record, tokens, tree = self._draft_score_verify()
+        with out_of_memory_as_message():
+            if self._broken:
+                self._open_sessions()
+            self._broken = True  # until the step is through: a failure leaves half-updated KV caches
+            record, tokens, tree = self._draft_score_verify()
+            self._broken = False
         tokens, reason = self._truncate(tokens)
         record = _truncate_record(record, len(tokens))
         if reason is None:
@@ -102,7 +123,7 @@ class Run:
             self._state,
             generated_ids=self._state.generated_ids + tuple(tokens),
             steps=self._state.steps + (record,) if self.config.record else self._state.steps,
-            rng_state=bytes(self.generator.get_state().tolist()),
+            rng_state=self.generator.get_state().numpy().tobytes(),
             stop_reason=reason,
             seconds=self._state.seconds + (time.perf_counter() - t_start),
         )
@@ -111,9 +132,29 @@ class Run:
     def trace(self) -> Trace:
         return trace_of(self._state, self.pair.decode)
 
+    def fill_theory(self, index: int) -> StepRecord:
+        """Step `index`'s record with its exact and optimal acceptance computed now (lazy_theory runs: what a
+        view calls when it shows the step). Kept rows cover the last LAZY_THEORY_STEPS steps; an older or
+        already filled step comes back as it is."""
+        rows = self._theory_rows.pop(index, None)
+        record = self._state.steps[index]
+        if rows is None:
+            return record
+        record = recording.with_visit_theory(record, rows, self.entry)
+        steps = self._state.steps[:index] + (record,) + self._state.steps[index + 1:]
+        self._state = replace(self._state, steps=steps)
+        return record
+
     # ---- the step, as a story ---------------------------------------------------------------------
+    def _step_config(self) -> DecodeConfig:
+        """This step's shape: the config's, or (adaptive) a chain length chosen from past steps only."""
+        if not self.config.adaptive:
+            return self.config
+        length = adaptive.chain_length(self.chain_stats, len(self.config.branching))
+        return self.config.with_(shape=Branching((1,) * length))
+
     def _draft_score_verify(self) -> tuple[StepRecord, list[int], DraftTree]:
-        cfg, root = self.config, self._context()[-1]
+        cfg, root = self._step_config(), self._context()[-1]
         t0, f0 = time.perf_counter(), self.draft.forwards
         drafted = draft_tree(self.draft, root, cfg, self.entry, self.generator)
         draft_ms, draft_forwards = _ms_since(t0), self.draft.forwards - f0
@@ -130,15 +171,29 @@ class Run:
         verify_ms = _ms_since(t0)
 
         times = recording.StepTimes(draft_ms, target_ms, verify_ms, draft_forwards, target_forwards)
-        return self._record(scored, result, times), list(result.tokens), drafted.tree
+        self.chain_stats.add(len(result.visits), len(result.path) - 1)
+        t0 = time.perf_counter()
+        record = self._record(scored, result, times)
+        return replace(record, record_ms=_ms_since(t0)), list(result.tokens), drafted.tree
 
     def _record(self, scored: ScoredTree, result: Walk, times: recording.StepTimes) -> StepRecord:
-        cfg = self.config
-        expected = expected_tokens(self.entry.step_law(scored.tree, scored.p, scored.q)) if cfg.record else None
+        """The full record (nodes, tests, exact theory), or on the fast path only what was emitted."""
+        cfg, index = self.config, len(self._state.steps)
+        if not cfg.record:
+            return recording.bare_record(index, result, self.entry, times, self.pair.token_text)
+        expected = expected_tokens(self.entry.step_law(scored.tree, scored.p, scored.q))
+        if self.lazy_theory:
+            self._keep_theory_rows(index, [(i, scored.p[node].clone(), scored.q[node].clone())
+                                           for i, (node, _) in enumerate(result.visits)])
         return recording.step_record(
-            scored, result, self.entry, index=len(self._state.steps), expected=expected, times=times,
-            top_n=cfg.top_n, text=self.pair.token_text, with_theory=cfg.record,
+            scored, result, self.entry, index=index, expected=expected, times=times,
+            top_n=cfg.top_n, text=self.pair.token_text, with_theory=not self.lazy_theory,
         )
+
+    def _keep_theory_rows(self, index: int, rows: list) -> None:
+        self._theory_rows[index] = rows
+        while len(self._theory_rows) > LAZY_THEORY_STEPS:  # bounded memory: 2 [V] float64 rows per visit
+            self._theory_rows.pop(next(iter(self._theory_rows)))
 
     # ---- bookkeeping --------------------------------------------------------------------------------
     def _context(self) -> list[int]:
@@ -159,6 +214,19 @@ class Run:
 
     def _finish(self, reason: str) -> None:
         self._state = replace(self._state, stop_reason=reason)
+
+
+@contextmanager
+def out_of_memory_as_message() -> Iterator[None]:
+    """A device out-of-memory error becomes OutOfMemory (a ValueError with a one-line message); the
+    run's plain state is untouched, so the next step retries from it."""
+    try:
+        yield
+    except torch.OutOfMemoryError:
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        raise OutOfMemory("the device ran out of memory in this step; the run is unchanged: try a smaller tree "
+                          "(fewer children or less depth), a shorter prompt, or a smaller model") from None
 
 
 def _truncate_record(record: StepRecord, n_kept: int) -> StepRecord:
@@ -186,7 +254,7 @@ def encode(pair, config: DecodeConfig, prompt: str) -> list[int]:
     return ids
 
 
-def start(pair, config: DecodeConfig, prompt: str) -> Run:
+def start(pair, config: DecodeConfig, prompt: str, *, lazy_theory: bool = False) -> Run:
     ids = encode(pair, config, prompt)
     state = RunState(
         pair=pair.describe(),
@@ -195,19 +263,20 @@ def start(pair, config: DecodeConfig, prompt: str) -> Run:
         prompt_ids=tuple(ids),
         generated_ids=(),
         steps=(),
-        rng_state=bytes(make_generator(config.seed).get_state().tolist()),
+        rng_state=make_generator(config.seed).get_state().numpy().tobytes(),
         stop_reason=None,
         seconds=0.0,
     )
-    return Run(pair, config, state)
+    return Run(pair, config, state, lazy_theory=lazy_theory)
 
 
-def resume(pair, state: RunState) -> Run:
-    return Run(pair, DecodeConfig.from_dict(state.config), state)
+def resume(pair, state: RunState, *, lazy_theory: bool = False) -> Run:
+    return Run(pair, DecodeConfig.from_dict(state.config), state, lazy_theory=lazy_theory)
 
 
-def generate(pair, config: DecodeConfig, prompt: str) -> Trace:
-    run = start(pair, config, prompt)
+def generate(pair, config: DecodeConfig, prompt: str, *, lazy_theory: bool = False) -> Trace:
+    """Decode `prompt` to the end; lazy_theory=True leaves each visit's alpha to be filled on demand."""
+    run = start(pair, config, prompt, lazy_theory=lazy_theory)
     for _ in run:
         pass
     return run.trace()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -118,11 +118,7 @@ def visit_record(node: int, verdict: NodeVerdict, scored: ScoredTree, entry: Ver
                  text: TokenText, with_theory: bool) -> VisitRecord:
     p, q = scored.p, scored.q  # [N, V]
     cands = scored.tree.candidates(node)
-    alpha, stderr, optimal = None, 0.0, None
-    if with_theory:
-        acc = theory.acceptance(entry.name, p[node], q[node], len(cands))
-        alpha, stderr = acc.value, acc.stderr
-        optimal = theory.optimal_acceptance(p[node], q[node], len(cands), entry.law)
+    alpha, stderr, optimal = visit_theory(entry, p[node], q[node], len(cands)) if with_theory else (None, 0.0, None)
     return VisitRecord(
         node=node,
         candidates=tuple(cands),
@@ -146,6 +142,20 @@ def tree_event_records(walk: Walk, top_n: int, text: TokenText) -> tuple[TreeEve
         out.append(TreeEventRecord(e.kind, e.node, e.token, text(e.token), e.numerator, e.denominator, e.threshold,
                                    e.uniform, e.passed, e.label, e.note, rows))
     return tuple(out)
+def visit_theory(entry, p_node: torch.Tensor, q_node: torch.Tensor, k: int) -> tuple[float, float, float]:
+    """(exact acceptance, its stderr, optimal acceptance for the law) of a node with k candidates: the
+    heavy part of a record (Monte Carlo / sorted scans over V for without-replacement laws at k >= 3)."""
+    acc = theory.acceptance(entry.name, p_node, q_node, k)
+    return acc.value, acc.stderr, theory.optimal_acceptance(p_node, q_node, k, entry.law)
+
+
+def with_visit_theory(record: StepRecord, rows: list[tuple[int, torch.Tensor, torch.Tensor]], entry) -> StepRecord:
+    """`record` with the theory of its visits filled in; rows: (visit index, p row [V], q row [V])."""
+    visits = list(record.visits)
+    for i, p_node, q_node in rows:
+        alpha, stderr, optimal = visit_theory(entry, p_node, q_node, len(visits[i].candidates))
+        visits[i] = replace(visits[i], alpha_exact=alpha, alpha_stderr=stderr, alpha_optimal=optimal)
+    return replace(record, visits=tuple(visits))
 
 
 def emitted_records(walk: Walk, text: TokenText) -> tuple[EmittedRecord, ...]:
@@ -175,4 +185,15 @@ def step_record(scored: ScoredTree, walk: Walk, entry: Verifier, *, index: int, 
         target_ms=times.target_ms,
         verify_ms=times.verify_ms,
         tree_events=tree_event_records(walk, top_n, text),
+    )
+
+
+def bare_record(index, walk: Walk, entry, times: StepTimes, text: TokenText) -> StepRecord:
+    """The fast path's record (config.record False): what the step emitted and what it cost, no per-node
+    records and no theory, so a benchmark times decoding rather than bookkeeping."""
+    return StepRecord(
+        index=index, verifier=entry.name, law=str(entry.law), nodes=(), visits=(), accepted_path=walk.path,
+        emitted=emitted_records(walk, text), expected_tokens=None, target_forwards=times.target_forwards,
+        draft_forwards=times.draft_forwards, draft_ms=times.draft_ms, target_ms=times.target_ms,
+        verify_ms=times.verify_ms,
     )

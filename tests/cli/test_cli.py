@@ -43,7 +43,7 @@ def test_trace_round_trip_through_the_cli(tmp_path):
 def _without_times(steps):
     from dataclasses import replace
 
-    return [replace(s, draft_ms=0.0, target_ms=0.0, verify_ms=0.0) for s in steps]
+    return [replace(s, draft_ms=0.0, target_ms=0.0, verify_ms=0.0, record_ms=0.0) for s in steps]
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Block and traversal verification are lossless, exactly (VERIFIERS.md §16): every drafted tree of a
+"""Block and traversal verification are lossless, exactly (docs/verifiers.md §14): every drafted tree of a
 random context-dependent tiny language, mixed with the verifier's exact step law, padded by the
 target, equals the target's joint law at 1e-9. The known bugs, built here, fail the same check."""
 
@@ -56,7 +56,7 @@ def test_traversal_on_a_chain_is_block_verification():
 
 
 def test_the_papers_example_10_9_for_sd_and_11_9_for_block():
-    """Target (1/3, 2/3), draft (2/3, 1/3), context-free, a chain of 2 drafts (VERIFIERS.md §16.1)."""
+    """Target (1/3, 2/3), draft (2/3, 1/3), context-free, a chain of 2 drafts (docs/verifiers.md §14.1)."""
     p, q = torch.tensor([1 / 3, 2 / 3], dtype=F64), torch.tensor([2 / 3, 1 / 3], dtype=F64)
     accepted = {}
     for key in ("sd", "block", "traversal"):
@@ -73,7 +73,7 @@ def test_the_papers_example_10_9_for_sd_and_11_9_for_block():
     assert abs(accepted["block"] - 11 / 9) < 1e-12 and abs(accepted["sd"] - 10 / 9) < 1e-12
 
 
-# ---- broken variants (VERIFIERS.md §16.1 "bugs seen in the wild"): the same exact check must fail ----
+# ---- broken variants (docs/verifiers.md §14.1 "bugs seen in the wild"): the same exact check must fail ----
 
 
 def _broken_block(tau_law=block.tau_law, last=block.last_law, q_one=False):

@@ -1,4 +1,4 @@
-"""Exact oracle for tree-level verifiers (VERIFIERS.md §16.3), independent of the lab's `certify`.
+"""Exact oracle for tree-level verifiers (docs/verifiers.md §14.3), independent of the lab's `certify`.
 
 Enumerate every drafted tree under the law the verifier assumes (tests/verifier_oracles.draft_trees),
 build its DraftTree with the p and q rows of its prefixes, mix the verifier's exact `step_law` (via

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -174,10 +175,20 @@ def test_stats_numbers():
 def test_run_figure_with_and_without_a_baseline():
     plain = stats.run_figure(STEPS)
     compared = stats.run_figure(STEPS, stats.BaselineNumbers(tokens=5, seconds=0.5, forwards=5), seconds=0.25)
-    speed = compared.data[-1]
-    assert list(speed.x) == ["speculative", "target alone"] and list(speed.y) == [20.0, 10.0]
+    decoding = sum(s.draft_ms + s.target_ms + s.verify_ms for s in STEPS) / 1000  # like the baseline: no recording
+    speed, all_in = compared.data[-1], compared.data[-2]
+    assert list(speed.x) == ["speculative", "target alone"] and list(speed.y) == pytest.approx([5 / decoding, 10.0])
+    assert list(all_in.x) == ["speculative"] and list(all_in.y) == [20.0]  # the run's wall time, recording included
     assert list(plain.data[-1].x) == ["speculative"]
-    assert "speed-up | 2.00x" in stats.summary_markdown(STEPS, stats.BaselineNumbers(5, 0.5, 5), seconds=0.25)
+    speed_up = 5 / decoding / 10.0
+    summary = stats.summary_markdown(STEPS, stats.BaselineNumbers(5, 0.5, 5), seconds=0.25)
+    assert f"speed-up | {speed_up:.2f}x" in summary
+
+
+def test_the_speed_compared_with_plain_decoding_leaves_recording_out():
+    recorded = [replace(s, record_ms=1000.0) for s in STEPS]
+    assert stats.run_numbers(recorded).seconds == stats.run_numbers(STEPS).seconds
+    assert stats.run_numbers(recorded).all_in_seconds == pytest.approx(stats.run_numbers(STEPS).seconds + 2.0)
 
 
 # ---- replay -------------------------------------------------------------------------------------

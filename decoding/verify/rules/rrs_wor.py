@@ -30,10 +30,34 @@ from decoding.verify.rules.common import (
 
 def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event]:
     r, d = p, q  # [V] residual target, [V] law the current candidate was drawn from
+    left = _Undrawn(q)
     for i, x in enumerate(xs):
         note = f"candidate {i} (token {x}) has d(x) = 0: skipped (threshold 0)" if not float(d[x]) > 0 else ""
         yield Test(i, x, float(r[x]), float(d[x]), "r(x)/d(x)", note=note)
         r = residual(r, d)  # subtract the law x_i was drawn from, before removing x_i from it
-        d = restricted(q, xs[: i + 1])  # [V] law of the next draw: q without every token drawn so far
+        left.drop(x)
+        d = left.law() if left.mass > SAFE_MASS else restricted(q, xs[: i + 1])  # [V] law of the next draw
         yield Update(r, draft=d)
     yield Final(final_residual(r, p))
+
+
+SAFE_MASS = 1e-6  # below this undrawn q-mass, rebuild the next law exactly (sum, zero test, uniform fallback)
+
+
+class _Undrawn:
+    """q restricted to the tokens not drawn yet, kept incrementally: one [V] pass per candidate instead of
+    restricted()'s four (clone, write, sum, divide). Its mass is tracked by subtraction, exact to ~1e-16
+    relative while it stays far from 0; near 0 the caller falls back to restricted()."""
+
+    def __init__(self, q: torch.Tensor) -> None:
+        self.rest = q.clone()  # [V] q with the drawn tokens zeroed
+        self.mass = float(q.sum())
+
+    def drop(self, x: int) -> None:
+        self.mass -= float(self.rest[x])  # 0 for a repeated token: already zeroed
+        self.rest[x] = 0.0
+
+    def law(self) -> torch.Tensor:
+        """[V] normalised law of the next draw (a fresh tensor: the update that shows it keeps it)."""
+        return self.rest / self.mass
+

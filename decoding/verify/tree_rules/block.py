@@ -1,5 +1,5 @@
 """Block verification (Sun, Mendlovic, Leviathan, Aharoni, Beirami, Ro, Suresh; ICLR 2025, Alg. 2),
-VERIFIERS.md §16.1. Lossless and optimal for one draft chain X_1..X_g.
+docs/verifiers.md §14.1. Lossless and optimal for one draft chain X_1..X_g.
 
 Rows along the chain: p_i = p(.|X_<=i), q_i = q(.|X_<=i) (row i is node i of the chain, row g the
 bonus row). Weights w_0 = 1, w_i = min(1, w_{i-1} p_{i-1}(X_i) / q_{i-1}(X_i)). For i < g,

@@ -1,4 +1,4 @@
-"""Traversal verification (Weng, Hu et al.; NeurIPS 2025, arXiv 2505.12398, Alg. 3), VERIFIERS.md §16.2.
+"""Traversal verification (Weng, Hu et al.; NeurIPS 2025, arXiv 2505.12398, Alg. 3), docs/verifiers.md §14.2.
 
 A tree drafted WITHOUT replacement at every node, verified from the leaves up. Every node u has a
 weight w(u) = min(1, w(parent) t_parent(u) / d_parent(u)) with its parent's CURRENT target row t and

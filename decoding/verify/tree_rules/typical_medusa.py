@@ -1,5 +1,5 @@
 """Medusa's typical acceptance as Medusa applies it (Cai et al. 2024, `evaluate_posterior`, typical,
-fast mode), VERIFIERS.md §9.2 and §16.4. LOSSY: acceptance ignores q.
+fast mode), docs/verifiers.md §9.2 and §14.4. LOSSY: acceptance ignores q.
 
 Every root-to-leaf candidate path is scored: a candidate x drawn at node m is typical iff
 p_m(x) > min(eps, delta exp(-H(p_m))), with Medusa's entropy H = -sum p log(p + 1e-5); a path's

@@ -1,0 +1,160 @@
+"""Benchmark (not a test): specscope against plain decoding and transformers' speculative paths.
+
+    python -m decoding bench speed [--quick] [--pair embedded] [--configs sd:1,1,1,1 rrs_wor:3,2,2]
+        [--temperatures 0,0.8] [--prompts 4] [--repeats 3] [--max-new-tokens 40] [--threads N]
+        [--device cpu|cuda] [--json PATH] [--chart PATH.html]
+
+For each case (prompt x repetition x temperature) every method runs once, in an order rotated from
+case to case (interleaved, so a busy machine slows every method alike): (a) the target alone with
+`model.generate`, (b) transformers' assisted generation with the same draft (`assistant_model=`),
+(c) its prompt lookup (`prompt_lookup_num_tokens=`), then specscope's fast path (record=False) and
+recorded path (what the app runs; "recorded-lazy": the same records with the exact theory left
+to the view that shows it) for each chosen verifier x tree shape. Speeds are reported as
+ratios to `generate` within the same case (median and spread over cases); the recorded runs also give
+block efficiency with a 95 % confidence interval, the exact expected tokens per step (from the
+recorded p and q), and acceptance by depth. Output: a markdown table, `--json PATH`, a plotly chart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+from decoding.cli import bench_speed_report as report
+from decoding.cli.bench_speed_methods import HF_METHODS, Case, Unavailable, specscope
+from decoding.run.config import DecodeConfig, parse_branching
+
+PROMPTS_FILE = Path(__file__).resolve().parents[2] / "assets" / "bench_prompts.json"
+QUICK = {"prompts": 2, "repeats": 2, "max_new_tokens": 12}
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m decoding bench speed", description=__doc__.split("\n")[0])
+    ap.add_argument("--pair", default="embedded", choices=["embedded", "lookup", "toy", "custom"])
+    ap.add_argument("--target", default=None, help="with --pair custom: target hub id or folder")
+    ap.add_argument("--draft", default=None, help="with --pair custom: draft hub id or folder")
+    ap.add_argument("--device", default="cpu", help="cpu, cuda, or auto")
+    ap.add_argument("--configs", nargs="+", default=None,
+                    help="verifier:tree[:adaptive] items, e.g. sd:1,1,1,1 sd:1,1,1,1:adaptive rrs_wor:3,2,2 "
+                         "(default: FASTEST and rrs_wor:3,2,2)")
+    ap.add_argument("--temperatures", default="0,0.8", help="comma-separated temperatures")
+    ap.add_argument("--prompts", type=int, default=4, help="how many prompts of assets/bench_prompts.json")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--max-new-tokens", type=int, default=40)
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    ap.add_argument("--quick", action="store_true", help="about a minute: 2 prompts, 2 repeats, 12 tokens")
+    ap.add_argument("--json", default=None, help="write every number to this JSON file")
+    ap.add_argument("--chart", default=None, help="plotly chart HTML (default: next to --json, else none)")
+    return ap
+
+
+def parse_configs(items: list[str] | None) -> dict[str, DecodeConfig]:
+    """'verifier:tree' items -> {label: DecodeConfig}; default FASTEST's config and a 3,2,2 rrs_wor tree."""
+    if not items:
+        from decoding.fastest import FASTEST
+
+        fast = FASTEST[1]
+        items = [f"{fast.verifier}:{fast.shape_text()}" + (":adaptive" if fast.adaptive else ""), "rrs_wor:3,2,2"]
+    out = {}
+    for item in items:
+        verifier, sep, rest = item.partition(":")
+        tree, _, flag = rest.partition(":")
+        if not sep or flag not in ("", "adaptive"):
+            raise ValueError(f"a config is verifier:tree[:adaptive], e.g. sd:1,1,1,1; got {item!r}")
+        out[item] = DecodeConfig(verifier=verifier, branching=parse_branching(tree), adaptive=flag == "adaptive")
+    return out
+
+
+def parse_temperatures(text: str) -> list[float]:
+    try:
+        temps = [float(t) for t in text.split(",")]
+    except ValueError:
+        raise ValueError(f"--temperatures takes comma-separated numbers like 0,0.8; got {text!r}") from None
+    if not temps or any(not 0 <= t <= 10 for t in temps):
+        raise ValueError(f"temperatures must be between 0 and 10, got {text!r}")
+    return temps
+
+
+def load_prompts(n: int) -> list[dict]:
+    prompts = json.loads(PROMPTS_FILE.read_text(encoding="utf-8"))["prompts"]
+    if not 1 <= n <= len(prompts):
+        raise ValueError(f"--prompts must be between 1 and {len(prompts)}")
+    return prompts[:n]
+
+
+def methods_of(configs: dict[str, DecodeConfig]) -> dict:
+    """Every timed method by name: transformers' three, then specscope fast/recorded per config."""
+    out = dict(HF_METHODS)
+    for label, config in configs.items():
+        out[f"specscope fast {label}"] = specscope(config, record=False)
+        out[f"specscope recorded {label}"] = specscope(config, record=True)
+        out[f"specscope recorded-lazy {label}"] = specscope(config, record=True, lazy_theory=True)
+    return out
+
+
+def run_cases(pair, methods: dict, cases: list[tuple[str, Case]]) -> tuple[list[dict], dict[str, str]]:
+    """Run every method on every case, rotating the order; rows of raw timings and unavailable methods."""
+    rows, unavailable = [], {}
+    names = list(methods)
+    for i, (kind, case) in enumerate(cases):
+        order = names[i % len(names):] + names[: i % len(names)]
+        for name in order:
+            if name in unavailable:
+                continue
+            try:
+                timed = methods[name](pair, case)
+            except Unavailable as why:
+                unavailable[name] = str(why)
+                continue
+            rows.append(report.row(name, kind, i, case, timed))
+        print(f"  case {i + 1}/{len(cases)} done", file=sys.stderr, flush=True)
+    return rows, unavailable
+
+
+def build_cases(pair, prompts: list[dict], temps: list[float], repeats: int, max_new: int) -> list[tuple[str, Case]]:
+    cases = []
+    for rep in range(repeats):
+        for item in prompts:
+            ids = tuple(pair.encode_prompt(item["prompt"], True))
+            cases += [(item["kind"], Case(item["prompt"], ids, t, rep, max_new)) for t in temps]
+    return cases
+
+
+def warm_up(pair, methods: dict, case: Case) -> None:
+    """One short untimed run of each method (first calls allocate caches and pick kernels)."""
+    short = Case(case.prompt, case.ids, case.temperature, case.seed, 4)
+    for method in methods.values():
+        try:
+            method(pair, short)
+        except Unavailable:
+            pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.quick:
+        vars(args).update(QUICK)
+    configs, temps = parse_configs(args.configs), parse_temperatures(args.temperatures)
+    prompts = load_prompts(args.prompts)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    from decoding.models import pairs as models
+
+    pair = models.load_pair(args.pair, target=args.target, draft=args.draft, device=args.device,
+                            progress=lambda m: print(m, file=sys.stderr))
+    methods = methods_of(configs)
+    cases = build_cases(pair, prompts, temps, args.repeats, args.max_new_tokens)
+    warm_up(pair, methods, cases[0][1])
+    rows, unavailable = run_cases(pair, methods, cases)
+    result = report.summarise(rows, unavailable, configs, temps, report.settings(args, pair, argv))
+    print(report.markdown(result))
+    report.write_outputs(result, args.json, args.chart)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

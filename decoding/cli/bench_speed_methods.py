@@ -1,0 +1,105 @@
+"""The decoding methods `bench speed` times side by side: transformers' own paths and specscope's.
+
+Every method turns one case (prompt ids, temperature, seed, token budget) into a `Timed`: new tokens
+and wall-clock seconds, prefill included (every method pays its own prefill), tokenization excluded.
+A method that cannot run on a pair (no transformers model behind a model-free draft) says why once
+(`Unavailable`) instead of stopping the benchmark.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from decoding.run import engine
+from decoding.run.config import DecodeConfig
+from decoding.run.schema import StepRecord
+
+PROMPT_LOOKUP_TOKENS = 3  # transformers' documented default n-gram length for prompt lookup
+
+
+class Unavailable(Exception):
+    """This method cannot run on this pair (the message says why)."""
+
+
+@dataclass(frozen=True)
+class Case:
+    prompt: str
+    ids: tuple[int, ...]
+    temperature: float
+    seed: int
+    max_new_tokens: int
+
+
+@dataclass(frozen=True)
+class Timed:
+    tokens: int
+    seconds: float
+    steps: tuple[StepRecord, ...] = ()
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.tokens / self.seconds if self.seconds > 0 else 0.0
+
+
+Method = Callable[[object, Case], Timed]
+
+
+def _sampling_kwargs(pair, case: Case) -> dict:
+    """generate() kwargs that warp like specscope (temperature only: top-k and top-p off)."""
+    eos = sorted(pair.eos_ids)
+    kwargs = {"max_new_tokens": case.max_new_tokens, "pad_token_id": eos[0] if eos else 0}
+    if case.temperature > 0:
+        return kwargs | {"do_sample": True, "temperature": case.temperature, "top_k": 0, "top_p": 1.0}
+    return kwargs | {"do_sample": False, "temperature": None, "top_k": None, "top_p": None}
+
+
+def hf_generate(pair, case: Case, **extra) -> Timed:
+    """transformers' `model.generate` on the pair's target, with `extra` (assistant, prompt lookup)."""
+    model = pair.target_model
+    if model is None:
+        raise Unavailable(f"the {pair.kind} pair has no transformers target")
+    ids = torch.tensor([case.ids], device=model.device)  # [1, P]
+    torch.manual_seed(case.seed)
+    start = time.perf_counter()
+    with torch.inference_mode():
+        out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), **_sampling_kwargs(pair, case),
+                             **extra)
+    seconds = time.perf_counter() - start
+    return Timed(int(out.shape[1] - ids.shape[1]), seconds)
+
+
+def plain(pair, case: Case) -> Timed:
+    return hf_generate(pair, case)
+
+
+def assisted(pair, case: Case) -> Timed:
+    if pair.draft_model is None:
+        raise Unavailable(f"the {pair.kind} pair's draft is not a transformers model")
+    return hf_generate(pair, case, assistant_model=pair.draft_model)
+
+
+def prompt_lookup(pair, case: Case) -> Timed:
+    return hf_generate(pair, case, prompt_lookup_num_tokens=PROMPT_LOOKUP_TOKENS)
+
+
+def specscope(config: DecodeConfig, record: bool, lazy_theory: bool = False) -> Method:
+    """specscope's engine with `config` at the case's temperature: fast path, or recorded path with the
+    theory computed in the step (what the app shows today) or left to a view (lazy_theory)."""
+
+    def run(pair, case: Case) -> Timed:
+        cfg = config.with_(temperature=case.temperature, seed=case.seed, max_new_tokens=case.max_new_tokens,
+                           record=record)
+        start = time.perf_counter()
+        state = engine.start(pair, cfg, case.prompt, lazy_theory=lazy_theory)
+        steps = tuple(state)
+        seconds = time.perf_counter() - start
+        return Timed(len(state.state.generated_ids), seconds, steps if record else ())
+
+    return run
+
+
+HF_METHODS: dict[str, Method] = {"generate": plain, "assisted": assisted, "prompt_lookup": prompt_lookup}

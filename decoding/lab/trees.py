@@ -1,0 +1,93 @@
+"""Every drafted tree of a shape on a tiny language, under a verifier's candidate law, with its probability.
+
+A shape gives the number of candidates drawn at every node of each depth: (2, 2) is a binary tree of
+depth 2, (3,) one node with 3 candidates, (1, 1, 1) a chain. Children are kept one per draw (i.i.d.
+duplicates stay separate nodes), each child's subtree drafted independently from q(. | its prefix),
+exactly as the engine drafts (docs/verifiers.md §11.2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import torch
+
+from decoding.lab.language import Prefix, TinyLanguage
+from decoding.verify import laws
+from decoding.verify.entry import Verifier
+from decoding.verify.tree import DraftTree
+
+ROOT_TOKEN = 0  # the step's root (the last emitted token) is outside the language's prefixes
+
+
+@dataclass(frozen=True)
+class DraftedTree:
+    tree: DraftTree
+    prob: float  # probability of drafting exactly this tree (draw order included)
+    p: torch.Tensor  # [N, V] target row of every node
+    q: torch.Tensor  # [N, V] draft row of every node
+
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    """"2,2" -> (2, 2); refuses empty, non-integer or non-positive entries with one clear line."""
+    try:
+        shape = tuple(int(part) for part in str(text).split(","))
+    except ValueError:
+        raise ValueError(f"--tree must be comma-separated candidate counts like 2,2 or 1,1,1, got {text!r}") from None
+    if not shape or any(k < 1 for k in shape):
+        raise ValueError(f"--tree needs positive candidate counts, got {text!r}")
+    return shape
+
+
+def candidate_tuples(entry: Verifier, q: torch.Tensor, k: int) -> Iterator[tuple[tuple[int, ...], float]]:
+    """Every ordered candidate tuple of the entry's law with its probability.
+
+    The one place the lab enumerates a candidate law (`laws.get` takes a law object or its name).
+    """
+    return laws.get(entry.law).enumerate(q, k)
+
+
+def prefix_of(tree: DraftTree, node: int) -> Prefix:
+    """Token ids after the root down to `node` (the key into the language)."""
+    return tuple(tree.tokens[n] for n in tree.path(node)[1:])
+
+
+def drafted_trees(entry: Verifier, language: TinyLanguage, shape: tuple[int, ...]) -> Iterator[DraftedTree]:
+    """Every tree the verifier's law can draft with `shape` on `language`; probabilities sum to 1."""
+    for k in set(shape):
+        entry.check_k(k)
+    for tree, prob in _expand(entry, language, shape, DraftTree.root(ROOT_TOKEN), [0], 1.0):
+        rows = [prefix_of(tree, n) for n in range(len(tree))]
+        p = torch.stack([language.p(r) for r in rows])  # [N, V]
+        q = torch.stack([language.q(r) for r in rows])  # [N, V]
+        yield DraftedTree(tree, prob, p, q)
+
+
+def _expand(entry, language, shape, tree: DraftTree, queue: list[int], prob: float):
+    """Draw the candidates of the first queued node in every possible way, then the rest (parents first)."""
+    if not queue:
+        yield tree, prob
+        return
+    node, rest = queue[0], queue[1:]
+    depth = tree.depths[node]
+    for xs, pr in candidate_tuples(entry, language.q(prefix_of(tree, node)), shape[depth]):
+        grown = tree.add_draws(node, list(xs), merge=False)
+        children = list(grown.draws[node]) if depth + 1 < len(shape) else []
+        yield from _expand(entry, language, shape, grown, rest + children, prob * pr)
+
+
+def count_trees(entry: Verifier, language: TinyLanguage, shape: tuple[int, ...]) -> int:
+    return sum(1 for _ in _expand(entry, language, shape, DraftTree.root(ROOT_TOKEN), [0], 1.0))
+
+
+def describe(tree: DraftTree, language: TinyLanguage) -> dict[str, list[str]]:
+    """{node: candidate tokens in draw order} for every internal node. A node is named by its prefix text
+    ("<root>" for the root); siblings with the same token get their node id appended ("c #4")."""
+    out: dict[str, list[str]] = {}
+    for node in range(len(tree)):
+        if not tree.is_leaf(node):
+            name = language.text(prefix_of(tree, node)) or "<root>"
+            name = f"{name} #{node}" if name in out else name
+            out[name] = [language.vocab[t] for t in tree.candidates(node)]
+    return out

@@ -1,0 +1,124 @@
+"""The verifier lab in the real page (headless Chromium): the app launched with one good and one bad
+--verifier-file; the bad one is reported and the built-ins still served; pick a preset, edit one
+probability, the bars are redrawn. Screenshots: tests/output/lab_preset.png and lab_edited.png."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.browser.test_browser import CHROMIUM, CHROMIUM_ARGS, OUTPUT, ROOT, free_port, wait_until_up
+
+pytestmark = pytest.mark.browser
+PLOT = "#lab-node-plot .js-plotly-plot"
+FIRST_BARS = f"() => {{ const el = document.querySelector('{PLOT}'); return el && JSON.stringify(el.data[0].y); }}"
+
+
+@pytest.fixture(scope="module")
+def lab_app(tmp_path_factory):
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    bad = tmp_path_factory.mktemp("lab") / "broken_verifier.py"
+    bad.write_text("LAW = 'iid'\ndef verify(:\n")
+    port = free_port()
+    env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", "SPECSCOPE_DEVICE": "cpu"}
+    log_path = OUTPUT / "lab_app.log"
+    log = open(log_path, "w", encoding="utf-8")
+    cmd = [sys.executable, "app.py", "--pair", "toy", "--no-preload", "--host", "127.0.0.1", "--port", str(port),
+           "--verifier-file", str(ROOT / "assets" / "examples" / "wrong_verifier.py"), "--verifier-file", str(bad)]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        wait_until_up(url, proc)
+        yield url, log_path
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def page(lab_app):
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (requirements-dev.txt)")
+    assert Path(CHROMIUM).exists(), "Debian's chromium is missing: apt-get install -y chromium"
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1300, "height": 1500})
+        page.goto(lab_app[0])
+        page.wait_for_selector("#step-btn", timeout=60_000)
+        yield page
+        browser.close()
+
+
+def _bars(page) -> list[float]:
+    return json.loads(page.evaluate(FIRST_BARS))
+
+
+def _wait_idle(page) -> None:
+    """Until the plot's status tracker is hidden (no computation pending) and plotly has drawn its bars."""
+    page.wait_for_function("() => { const t = document.querySelector('#lab-node-plot [data-testid=status-tracker]');"
+                           " return !t || t.classList.contains('hide'); }", timeout=60_000)
+    page.wait_for_selector(f"{PLOT} .barlayer .point", timeout=30_000)
+    page.wait_for_timeout(500)
+
+
+def _wait_bars(page, n: int, first: float | None = None) -> None:
+    check = f"el.data[0].y.length == {n}" + ("" if first is None else f" && Math.abs(el.data[0].y[0] - {first}) < 1e-9")
+    page.wait_for_function(f"() => {{ const el = document.querySelector('{PLOT}'); return el && {check}; }}",
+                           timeout=60_000)
+
+
+def test_a_bad_verifier_file_is_reported_and_the_built_ins_served(lab_app, page):
+    assert "--verifier-file ignored" in lab_app[1].read_text() and "syntax error" in lab_app[1].read_text()
+    assert "--verifier-file ignored" in page.inner_text("body")
+    page.get_by_role("tab", name="Verifier lab").click()
+    page.wait_for_selector(PLOT, timeout=60_000)
+    boxes = page.inner_text("#lab-verifiers")
+    assert "rrs_wor" in boxes and "wrong_rrs_dedup [custom]" in boxes and "greedy [lossy]" in boxes
+
+
+def test_preset_then_one_edit_redraws_the_bars(page):
+    page.get_by_role("tab", name="Verifier lab").click()
+    _wait_bars(page, 4)  # the worked example: A B C D
+    page.click("#lab-preset input")
+    page.get_by_role("option", name="context3").click()
+    _wait_bars(page, 3, 0.5)  # context3's root p = [.5, .3, .2]
+    _wait_idle(page)
+    assert _bars(page) == pytest.approx([0.5, 0.3, 0.2])
+    page.locator("#lab-node-plot").screenshot(path=str(OUTPUT / "lab_preset.png"))
+    page.screenshot(path=str(OUTPUT / "lab_preset_page.png"), full_page=True)
+    cell = page.locator('#lab-table [data-testid="cell-0-1"]')  # p of the first token
+    cell.dblclick()
+    page.keyboard.press("Control+A")
+    page.keyboard.type("0.9")
+    page.keyboard.press("Enter")
+    _wait_bars(page, 3, 0.9 / 1.4)  # renormalised: [.9, .3, .2] / 1.4
+    _wait_idle(page)
+    assert _bars(page) == pytest.approx([0.9 / 1.4, 0.3 / 1.4, 0.2 / 1.4])
+    assert "summed to 1.4; normalised" in page.inner_text("#lab-notes")
+    colors = page.evaluate(f"() => document.querySelector('{PLOT}').data"
+                           ".filter(t => t.name == 'exact output law').map(t => t.marker.color)")
+    assert "#D55E00" in colors and "#009E73" in colors  # greedy off p, the lossless ones on it
+    page.locator("#lab-node-plot").screenshot(path=str(OUTPUT / "lab_edited.png"))
+    page.screenshot(path=str(OUTPUT / "lab_edited_page.png"), full_page=True)
+    assert "Traceback" not in page.content()
+
+
+def test_sequence_level_certify_shows_a_lossy_verifier_off(page):
+    page.get_by_role("tab", name="Verifier lab").click()
+    page.click("#lab-seq-verifier input")
+    page.get_by_role("option", name="typical [lossy]").click()
+    page.click("#lab-certify-btn")
+    page.wait_for_function("() => document.querySelector('#lab-seq-md')?.innerText.includes('NOT lossless')",
+                           timeout=60_000)
+    assert "worst case" in page.inner_text("#lab-seq-md")
+    page.wait_for_selector("#lab-seq-plot .js-plotly-plot .barlayer .point", timeout=30_000)
+    page.wait_for_timeout(500)
+    page.locator("#lab-seq-plot").screenshot(path=str(OUTPUT / "lab_sequence.png"))

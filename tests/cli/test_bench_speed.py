@@ -1,0 +1,80 @@
+"""`bench speed --quick` on the smallest real setting (two tiny random llamas as a custom pair): its JSON
+holds every field, every method ran on every case, and the numbers agree with the raw runs. No timing
+asserts: only structure and the arithmetic that turns runs into ratios and block efficiency."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from decoding.cli import bench_speed_report as report
+from decoding.run.config import DecodeConfig
+
+ROOT = Path(__file__).resolve().parents[2]
+HF_METHODS = ("generate", "assisted", "prompt_lookup")
+CONFIGS = ("sd:1,1,1,1", "rrs_wor:3,2,2")
+CONFIG_FIELDS = {"label", "verifier", "tree", "temperature", "block_efficiency", "acceptance_by_depth",
+                 "fast_vs_generate", "recorded_vs_generate", "fast_vs_assisted", "recorded_time_over_fast",
+                 "lazy_time_over_fast", "record_share_of_recorded"}
+
+
+@pytest.fixture(scope="module")
+def quick(tiny_matching_folders, tmp_path_factory) -> dict:
+    target, draft = tiny_matching_folders
+    out = tmp_path_factory.mktemp("bench") / "speed.json"
+    res = subprocess.run([sys.executable, "-m", "decoding", "bench", "speed", "--quick", "--pair", "custom",
+                          "--target", str(target), "--draft", str(draft), "--configs", *CONFIGS,
+                          "--json", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    assert "| T | method |" in res.stdout
+    return json.loads(out.read_text())
+
+
+def test_quick_json_has_every_field(quick):
+    assert set(quick) == {"settings", "unavailable", "tokens_per_second", "baselines_vs_generate", "configs",
+                          "runs", "chart"}
+    assert quick["unavailable"] == {}
+    assert quick["settings"]["quick"] is True and quick["settings"]["command"].startswith("python -m decoding")
+    paths = ("fast", "recorded", "recorded-lazy")
+    methods = set(HF_METHODS) | {f"specscope {path} {c}" for c in CONFIGS for path in paths}
+    assert set(quick["tokens_per_second"]) == methods
+    cases = 2 * 2 * 2  # --quick: 2 prompts x 2 repeats x temperatures 0 and 0.8
+    assert len(quick["runs"]) == cases * len(methods)
+    assert all(r["tokens"] > 0 and r["seconds"] > 0 for r in quick["runs"])
+    assert [(c["label"], c["temperature"]) for c in quick["configs"]] == [(c, t) for t in (0.0, 0.8) for c in CONFIGS]
+    for c in quick["configs"]:
+        assert set(c) == CONFIG_FIELDS
+        assert all(c[k]["n"] == 4 for k in CONFIG_FIELDS if k.endswith(("generate", "assisted", "_fast")))
+        be = c["block_efficiency"]
+        assert be["steps"] > 0 and be["exact_expected"] is not None and be["ci95"][0] <= be["mean"] <= be["ci95"][1]
+        assert c["acceptance_by_depth"][0]["depth"] == 0 and c["acceptance_by_depth"][0]["alpha_exact"] is not None
+    assert Path(quick["chart"]["html"]).is_file()
+
+
+def test_greedy_block_efficiency_equals_its_exact_expectation(quick):
+    """At T = 0 every test is deterministic: the measured mean must be the exact expectation itself."""
+    for c in quick["configs"]:
+        if c["temperature"] == 0.0:
+            be = c["block_efficiency"]
+            assert be["exact_expected"] == pytest.approx(be["mean"], abs=1e-9) and be["exact_within_ci"]
+
+
+def test_ratios_pair_runs_of_the_same_case():
+    rows = [{"method": m, "case": c, "temperature": 0.0, "tokens_per_second": v}
+            for m, c, v in [("a", 0, 10.0), ("b", 0, 5.0), ("a", 1, 30.0), ("b", 1, 10.0), ("a", 2, 99.0)]]
+    assert report.ratios(rows, "a", "b", 0.0) == {"median": 2.5, "min": 2.0, "max": 3.0, "n": 2}
+
+
+def test_fastest_is_a_lossless_pair_config_and_decoding_stays_light():
+    from decoding import FASTEST
+    from decoding.verify.registry import VERIFIERS
+
+    kind, config = FASTEST
+    assert kind == "embedded" and isinstance(config, DecodeConfig) and VERIFIERS[config.verifier].lossless
+    probe = "import sys, decoding, decoding.run.schema; print('torch' in sys.modules)"
+    res = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert res.stdout.strip() == "False", res.stderr

@@ -1,0 +1,123 @@
+"""The verifier lab's figures: pure functions of the lab's plain reports (decoding/lab/node.py) -> plotly.
+
+A report is read by attribute only (never imported), so viz stays free of torch. A verifier whose exact
+output law misses p is drawn in the "off" colour, with its TV in the subplot title; a verify whose
+samples miss its own exact law shows as diamonds away from the bars.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from viz.palette import P_COLOR
+
+EXACT_OK = "#009E73"  # exact output law equals p
+EXACT_OFF = "#D55E00"  # it does not: lossy or wrong
+SAMPLED = "#000000"
+BOUND = "#9A9A9A"
+TOLERANCE = 1e-9
+
+
+def _badge(report: Any) -> str:
+    tags = []
+    if getattr(report, "custom", False):
+        tags.append("custom")
+    if not report.claims_lossless:
+        tags.append("lossy")
+    return f" [{', '.join(tags)}]" if tags else ""
+
+
+def node_title(report: Any) -> str:
+    off = "OFF p" if report.tv > TOLERANCE else "= p"
+    return (f"{report.verifier}{_badge(report)}: output {off}, TV {report.tv:.3g} | accept {report.acceptance:.4f} "
+            f"vs alpha* {report.alpha_star:.4f}, membership {report.membership:.4f} | "
+            f"sampled vs exact TV {report.sampled_tv:.3f}")
+
+
+def node_figure(reports: Sequence[Any], vocab: Sequence[str]) -> go.Figure:
+    """One row per verifier: target p, the exact output law, and the Monte-Carlo frequencies of verify."""
+    if not reports:
+        return _empty("choose at least one verifier")
+    fig = make_subplots(rows=len(reports), cols=1, shared_xaxes=True, vertical_spacing=0.12 / len(reports),
+                        subplot_titles=[node_title(r) for r in reports])
+    labels = list(vocab)
+    for row, r in enumerate(reports, start=1):
+        first = row == 1
+        fig.add_bar(x=labels, y=list(r.p), name="target p", marker_color=P_COLOR, opacity=0.45,
+                    legendgroup="p", showlegend=first, row=row, col=1)
+        color = EXACT_OFF if r.tv > TOLERANCE else EXACT_OK
+        fig.add_bar(x=labels, y=list(r.output), name="exact output law", marker_color=color,
+                    legendgroup="out", showlegend=first, row=row, col=1)
+        fig.add_scatter(x=labels, y=list(r.sampled), mode="markers", name=f"verify, {r.samples} runs",
+                        marker=dict(symbol="diamond", size=11, color=SAMPLED), legendgroup="mc",
+                        showlegend=first, row=row, col=1)
+        fig.update_yaxes(range=[0, 1.05 * max(max(r.p), max(r.output), max(r.sampled), 1e-9)], row=row, col=1)
+    height = 220 + 230 * len(reports)
+    fig.update_layout(barmode="group", height=height, margin=dict(l=40, r=20, t=90, b=40), template="plotly_white",
+                      legend=dict(orientation="h", y=1.0 + 45 / height, yanchor="bottom", x=0))
+    fig.update_annotations(font_size=12)
+    return fig
+
+
+def acceptance_figure(reports: Sequence[Any]) -> go.Figure:
+    """Exact acceptance of each verifier against alpha* and the membership bound of its candidate law."""
+    if not reports:
+        return _empty("choose at least one verifier")
+    names = [f"{r.verifier}{_badge(r)}" for r in reports]
+    fig = go.Figure()
+    fig.add_bar(y=names, x=[r.acceptance for r in reports], orientation="h", name="exact acceptance",
+                marker_color=[EXACT_OFF if r.tv > TOLERANCE else EXACT_OK for r in reports])
+    fig.add_scatter(y=names, x=[r.alpha_star for r in reports], mode="markers", name="alpha* (optimal)",
+                    marker=dict(symbol="line-ns-open", size=26, line=dict(width=3, color=SAMPLED)))
+    fig.add_scatter(y=names, x=[r.membership for r in reports], mode="markers", name="membership bound",
+                    marker=dict(symbol="x", size=10, color=BOUND))
+    fig.update_layout(height=140 + 40 * len(reports), xaxis=dict(range=[0, 1.05], title="P(accept) at the node"),
+                      yaxis=dict(autorange="reversed"),  # the verifiers in the order of the other views
+                      margin=dict(l=40, r=20, t=30, b=40), template="plotly_white",
+                      legend=dict(orientation="h", y=1.02, yanchor="bottom", x=0))
+    return fig
+
+
+def sequence_figure(report: Any) -> go.Figure:
+    """The padded emitted-sequence law of a tree shape against the target's joint law."""
+    color = EXACT_OFF if report.tv > TOLERANCE else EXACT_OK
+    fig = go.Figure()
+    fig.add_bar(x=list(report.sequences), y=list(report.want), name="target joint law", marker_color=P_COLOR,
+                opacity=0.45)
+    fig.add_bar(x=list(report.sequences), y=list(report.got), name=f"{report.verifier}: emitted, padded",
+                marker_color=color)
+    shape = ",".join(map(str, report.shape))
+    verdict = "lossless (certified)" if report.lossless else "NOT lossless"
+    fig.update_layout(
+        barmode="group", template="plotly_white", height=360, margin=dict(l=40, r=20, t=50, b=60),
+        title=dict(text=f"{report.verifier}, tree {shape}: {verdict}, TV {report.tv:.3g} | E[tokens/step] "
+                        f"{report.expected_tokens:.4f} | root accept {report.root_acceptance:.4f} vs alpha* "
+                        f"{report.alpha_star:.4f}", font_size=12),
+        legend=dict(orientation="h", y=1.0, yanchor="bottom", x=0, font=dict(size=11)),
+    )
+    return fig
+
+
+def summary_rows(reports: Sequence[Any]) -> list[list[Any]]:
+    """Table rows: verifier, verdict, TV, acceptance, alpha*, membership, sampled-vs-exact TV."""
+    rows = []
+    for r in reports:
+        verdict = "exact = p" if r.tv <= TOLERANCE else "OFF p"
+        rows.append([f"{r.verifier}{_badge(r)}", verdict, round(r.tv, 6), round(r.acceptance, 6),
+                     round(r.alpha_star, 6), round(r.membership, 6), round(r.sampled_tv, 4)])
+    return rows
+
+
+SUMMARY_HEADERS = ["verifier", "output law", "TV(output, p)", "acceptance", "alpha*", "membership bound",
+                   "sampled vs exact TV"]
+
+
+def _empty(message: str) -> go.Figure:
+    fig = go.Figure()
+    fig.add_annotation(text=message, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
+    fig.update_layout(template="plotly_white", height=200, xaxis_visible=False, yaxis_visible=False)
+    return fig
