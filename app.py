@@ -47,7 +47,7 @@ def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = (),
             with gr.Column(scale=5):
                 tree = tree_view.TreeView.build()
                 nodes = inspector.Inspector.build()
-        with gr.Tabs(selected=help.TAB_ID) as tabs:  # the run charts are drawn once their tab opens
+        with gr.Tabs() as tabs:  # the run charts (first tab) are drawn only while their tab is open
             stats = run_stats.RunStats.build()
             traces = trace_io.TraceIO.build()
             with gr.Tab("Verifier lab"):

@@ -7,12 +7,11 @@ from pathlib import Path
 import gradio as gr
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-TAB_ID = "help"  # open at start: the run charts are drawn only when their tab is opened
 HELP_HEADING = "## The app: what each panel shows and how to read it"
 
 
 def build() -> None:
-    with gr.Tab("How to read this", id=TAB_ID):
+    with gr.Tab("How to read this"):
         gr.Markdown(help_text())
 
 
