@@ -18,7 +18,7 @@ from dataclasses import replace
 import gradio as gr
 
 from decoding.verify.registry import VERIFIERS
-from ui import controls, decode, help, inspector, lab, run_stats, trace_io, tree_view
+from ui import compare, controls, decode, help, inspector, lab, run_stats, trace_io, tree_view
 from ui.run_cache import RunCache
 from ui.session import PAIRS, Controls, new_session
 from ui.views import Views
@@ -47,19 +47,22 @@ def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = (),
             with gr.Column(scale=5):
                 tree = tree_view.TreeView.build()
                 nodes = inspector.Inspector.build()
-        with gr.Tabs() as tabs:  # the run charts (first tab) are drawn only while their tab is open
+        with gr.Tabs() as tabs:  # the run charts are drawn only while their tab is open
+            versus = compare.ComparePanel.build(default)
             stats = run_stats.RunStats.build()
             traces = trace_io.TraceIO.build()
             with gr.Tab("Verifier lab"):
                 lab.build(VERIFIERS)
             help.build()
-        views = Views(state, panel.status, [tree, nodes, stats], controls=panel.widgets)
+        views = Views(state, panel.status, [tree, nodes, stats, versus], controls=panel.widgets,
+                      options=versus.options())
         decode_queue = dict(concurrency_limit=_concurrency(), concurrency_id="decode")
         changes = controls.wire(views, panel, decode_queue, runs)
         tree_view.wire(views, tree)
         inspector.wire(views, nodes, tree.slider)
         run_stats.wire(views, stats, decode_queue)
         changes += trace_io.wire(views, traces)
+        compare.wire(views, versus, decode_queue)
         run_stats.wire_lazy(views, stats, tabs, changes)
         demo.unload(_leaver(runs))
     return demo, views

@@ -12,22 +12,23 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
-def word_tokenizer(words: list[str]):
-    """A PreTrainedTokenizerFast over whole words, built in memory."""
+def word_tokenizer(words: list[str], eos: bool = True):
+    """A PreTrainedTokenizerFast over whole words, built in memory (eos=False: no end-of-text token at all,
+    so a run can only stop at max-new-tokens)."""
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
-    vocab = {w: i for i, w in enumerate(["<unk>", "<eos>", *words])}
+    vocab = {w: i for i, w in enumerate(["<unk>", *(["<eos>"] if eos else []), *words])}
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", eos_token="<eos>")
+    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", eos_token="<eos>" if eos else None)
 
 
-def save_tiny_llama(folder: Path, words: list[str], seed: int = 0) -> Path:
+def save_tiny_llama(folder: Path, words: list[str], seed: int = 0, eos: bool = True) -> Path:
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    tokenizer = word_tokenizer(words)
+    tokenizer = word_tokenizer(words, eos)
     torch.manual_seed(seed)
     config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,

@@ -14,7 +14,7 @@ import gradio as gr
 
 from decoding.run import engine
 from decoding.verify.registry import VERIFIERS
-from ui import decode
+from ui import compare, decode
 from ui.run_cache import RunCache
 from ui.session import FIELDS, PAIRS, SHAPES, Controls, Session
 from ui.views import Out, Views, internal_error, md
@@ -118,15 +118,16 @@ def step(views: Views, values: dict, progress: gr.Progress = PROGRESS, request: 
     """One speculative step: the live run from `runs` (or resumed from its plain state), step once, redraw."""
     session = values.get(views.state) or Session()
     controls = partial(views.read_controls, values)
-    return views.guarded(session, lambda: _step_once(views, session, controls(), progress, runs, request))
+    return views.guarded(session, lambda: _step_once(views, session, controls(), progress, runs, request,
+                                                     compare.selected(views, values)))
 
 
 def _step_once(views: Views, session: Session, controls: Controls, progress: gr.Progress | None,
-               runs: RunCache | None, request: gr.Request | None) -> Out:
+               runs: RunCache | None, request: gr.Request | None, compared: tuple[list[str], int] = ([], 0)) -> Out:
     note = decode.finished_note(session, controls)
     if note:
         return views.draw(session, status=note)
-    run, fresh = decode.open_run(session, controls, progress, runs)
+    run, fresh = decode.open_run(session, controls, progress, *compared, runs=runs)
     run.step()
     session = decode.commit(session, controls, run, fresh)
     decode.keep(runs, session, run, request)
@@ -143,7 +144,7 @@ def run(views: Views, values: dict, progress: gr.Progress = PROGRESS, request: g
         if note:
             yield views.draw(current, status=note)
             return
-        live, fresh = decode.open_run(current, controls, progress, runs)
+        live, fresh = decode.open_run(current, controls, progress, *compare.selected(views, values), runs=runs)
         try:
             for latest in _stream(current, controls, live, fresh):
                 current = latest
@@ -176,7 +177,7 @@ def reset(views: Views, session: Session | None = None, *, runs: RunCache | None
 
 def wire(views: Views, panel: ControlsPanel, decode_queue: dict, runs: RunCache | None = None) -> list:
     """Wire the controls; returns the events that change the session (for run_stats' lazy charts)."""
-    inputs = {views.state, *panel.widgets.values()}
+    inputs = {views.state, *panel.widgets.values(), *views.options.values()}
 
     # Closures, not partials: Gradio finds the gr.Request parameter by a plain function's type hints.
     def on_step(values: dict, request: gr.Request, progress: gr.Progress = PROGRESS) -> Out:

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
 import gradio as gr
 
+from decoding.compare.selection import check_selection
+from decoding.compare.session import CompareRun
 from decoding.models import pairs as models
 from decoding.run import engine
+from decoding.run.config import DecodeConfig
 from ui.run_cache import RunCache
 from ui.session import PAIRS, Controls, Session
 
@@ -52,23 +55,32 @@ def _reporter(progress: gr.Progress | None) -> Callable[..., None]:
 
 
 def open_run(session: Session, controls: Controls, progress: gr.Progress | None,
+             compare: Sequence[str] = (), mc_draws: int = 0,
              runs: RunCache | None = None) -> tuple[engine.Run, bool]:
     """Resume the session's run when the controls are unchanged, else start a new one (fresh=True).
 
-    The live run comes out of `runs` when it is there and is exactly the session's run (its KV
-    caches are warm); otherwise it is rebuilt from the plain state (both caches re-prefilled).
+    With `compare` keys the run is a CompareRun: those verifiers judge every step too (the run
+    verifier still emits); turning compare on or off continues the same run. Without, the live run
+    comes out of `runs` when it is there and is exactly the session's run (its KV caches warm);
+    otherwise it is rebuilt from the plain state (both caches re-prefilled).
     """
     config = controls.config()  # validate before loading anything
+    if compare:
+        check_selection(list(compare), config)  # refuse, never drop, a verifier the shape does not allow
     pair = load(controls, progress)
+    resume = session.run is not None and session.controls == controls
     live = runs.take(session.key, session.run, pair) if runs is not None and session.run is not None else None
-    if session.run is not None and session.controls == controls:
-        return (live or engine.resume(pair, session.run)), False
-    return engine.start(pair, config, controls.prompt), True
+    if not compare:
+        if resume:
+            return (live if type(live) is engine.Run else engine.resume(pair, session.run)), False
+        return engine.start(pair, config, controls.prompt), True
+    state = session.run if resume else engine.start(pair, config, controls.prompt).state
+    return CompareRun(pair, DecodeConfig.from_dict(state.config), state, list(compare), mc_draws), not resume
 
 
 def keep(runs: RunCache | None, session: Session, run: engine.Run, request: gr.Request | None) -> None:
-    """Put the live run back in the cache under the session's key (a finished run is not kept)."""
-    if runs is not None and not run.done:
+    """Put the live run back in the cache under the session's key (not a finished or a compare run)."""
+    if runs is not None and not run.done and type(run) is engine.Run:
         runs.put(session.key, run, page=getattr(request, "session_hash", None))
 
 

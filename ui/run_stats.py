@@ -3,7 +3,7 @@
 The four charts are drawn only while their tab is open: a Step or Run leaves them alone (no figure
 built, none sent), the tab's select event draws them, and while it is open `refresh` (chained after
 every event that changes the session) redraws them once the event is done. Whether the tab is open
-is per page, in the `shown` gr.State (True at start: it is the first tab).
+is per page, in the `shown` gr.State (False at start: the compare tab comes first).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ class RunStats:
             baseline = gr.Button("Compare with the target alone (plain decoding)", size="sm")
             summary = gr.Markdown("Press **Step** to draft and verify one tree.")
             plot = gr.Plot(label="run statistics", show_label=False, elem_id="stats-plot")
-        return cls(tab, baseline, summary, plot, gr.State(True))  # the first tab: open at start
+        return cls(tab, baseline, summary, plot, gr.State(False))  # not the first tab: closed at start
 
     def named(self) -> dict[str, Any]:
         return {"stats_plot": self.plot, "stats_md": self.summary}

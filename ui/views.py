@@ -37,14 +37,20 @@ class Views:
     status: gr.Markdown
     panels: list[SessionPanel]
     controls: dict[str, Any] = field(default_factory=dict)  # the control widgets by Controls field name
+    options: dict[str, Any] = field(default_factory=dict)  # other widgets Step and Run read (the compare view's)
 
     def read_controls(self, values: dict) -> Controls:
         """The control widgets' raw values in `values` (a set-input dict) -> Controls, via the boundary."""
         return Controls.from_raw(**{name: values.get(widget) for name, widget in self.controls.items()})
 
+    def read_options(self, values: dict) -> dict[str, Any]:
+        """The option widgets' raw values in `values`, by name (None where a widget was not sent)."""
+        return {name: values.get(widget) for name, widget in self.options.items()}
+
     def inputs(self, session: Session | None, **raw: Any) -> dict:
         """What Gradio hands a set-input handler: {component: raw value} (tests, benchmarks)."""
-        return {self.state: session, **{self.controls[name]: value for name, value in raw.items()}}
+        widgets = {**self.controls, **self.options}
+        return {self.state: session, **{widgets[name]: value for name, value in raw.items()}}
 
     def outputs(self) -> list[Any]:
         return [self.state, self.status] + [c for p in self.panels for c in p.named().values()]

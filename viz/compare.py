@@ -47,8 +47,10 @@ def _tree_traces(v: CompareVerdict) -> list[go.Scatter]:
 
 
 def _title(v: CompareVerdict, run_verifier: str) -> str:
-    mark = " (emits)" if v.key == run_verifier else ""
-    return f"<b>{v.key}</b>{mark} · {v.law}<br>L={len(v.accepted_path) - 1}, E[tokens]={v.expected_tokens:.2f}"
+    mark = " (emits)" if v.key == run_verifier else ""  # one short line each: long titles overlap their neighbours
+    tree = "" if v.tree_group == v.law else f" on the {v.tree_group} tree"  # `any` judges the run's tree
+    return (f"<b>{v.key}</b>{mark}<br>{v.law}{tree}<br>"
+            f"L={len(v.accepted_path) - 1}, E[tokens]={v.expected_tokens:.2f}")
 
 
 def small_multiples(record: CompareRecord) -> go.Figure:
@@ -61,12 +63,13 @@ def small_multiples(record: CompareRecord) -> go.Figure:
             fig.add_trace(trace, row=1, col=col)
         emitted = " ".join(_label(t) for t in v.emitted_texts)
         fig.add_annotation(text=f"emits: <b>{emitted}</b>", xref=f"x{col if col > 1 else ''} domain",
-                           yref="paper", x=0.5, y=-0.06, showarrow=False, font=dict(size=11))
+                           yref="paper", x=0.5, y=-0.22, showarrow=False, font=dict(size=11))
         fig.update_xaxes(range=[-0.3, max(1, max(tidy_layout(v.parents).x)) + 0.9], title_text="depth",
                          dtick=1, row=1, col=col)
     fig.update_yaxes(autorange="reversed", showticklabels=False)
-    fig.update_layout(showlegend=False, height=420, margin=dict(l=10, r=10, t=70, b=60),
-                      title=f"One step, {n} verifiers, one target forward over {record.forest_nodes} forest nodes")
+    fig.update_layout(showlegend=False, height=480, margin=dict(l=10, r=10, t=120, b=90),
+                      title=dict(text=f"One step, {n} verifiers, one target forward over {record.forest_nodes} "
+                                      "forest nodes", y=0.98, yanchor="top"))
     return fig
 
 

@@ -1,0 +1,76 @@
+"""The compare view in headless Chromium (toy pair): open the tab, tick compare, pick four verifiers,
+Step; the small multiples, the per-node table and the length laws are drawn. Screenshots go to
+tests/output/compare-*.png."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from playwright import sync_api
+
+from tests.browser.test_browser import CHROMIUM, CHROMIUM_ARGS, OUTPUT, app_url  # noqa: F401 - the fixture
+
+pytestmark = pytest.mark.browser
+FOUR = ["spectr", "pointmass", "hu_greedy", "rrs"]  # with the run verifier rrs_wor: five columns
+
+
+def status_has(page, text: str, timeout: int = 60_000) -> None:
+    page.wait_for_function(f"document.querySelector('#status')?.innerText.includes({text!r})", timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def page(app_url):  # noqa: F811 - the fixture imported above
+    assert Path(CHROMIUM).exists(), "Debian's chromium is missing: apt-get install -y chromium"
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1440, "height": 1000})
+        page.goto(app_url)
+        page.wait_for_selector("#step-btn", timeout=60_000)
+        yield page
+        browser.close()
+
+
+def pick(page, keys: list[str]) -> None:
+    """Clear the multiselect, then type each key and press Enter (what a user does)."""
+    box = page.locator("#compare-verifiers")
+    while box.locator(".token-remove").count():
+        box.locator(".token-remove").first.click()
+    field = box.locator("input")
+    for key in keys:
+        field.click()
+        field.fill(key)
+        page.locator(f"li[role=option][aria-label={key!r}]").click()  # the list is not inside the box
+    page.keyboard.press("Escape")
+
+
+def test_four_verifiers_on_one_step_are_drawn(page):
+    page.get_by_role("tab", name="Compare verifiers").click()
+    page.locator("#compare-on input[type=checkbox]").check()
+    pick(page, FOUR)
+    assert page.locator("#compare-verifiers .token").count() == 4
+    page.click("#step-btn")
+    status_has(page, "Step 1 of 1")
+    page.wait_for_selector("#compare-multiples .scatterlayer .point", timeout=30_000)
+    shown = page.locator("#compare-multiples .annotation-text").evaluate_all(  # each column's title: its key in bold
+        "els => els.filter(e => e.textContent.includes('E[tokens]'))"
+        ".map(e => e.querySelector(\"tspan[style*='bold']\").textContent)")
+    assert shown == ["rrs_wor", *FOUR]
+    assert "1 target forward" in page.inner_text("#compare-note")
+    page.wait_for_function("document.querySelector('#compare-table')?.innerText.includes('hu_greedy')",
+                           timeout=30_000)
+    table = page.inner_text("#compare-table")
+    assert all(key in table for key in ["rrs_wor", *FOUR]) and ("accepted draw" in table or "residual" in table)
+    assert page.locator("#compare-laws .barlayer .point").count() > 0
+    assert "Traceback" not in page.content()
+    page.locator("#compare-tab").scroll_into_view_if_needed()
+    page.screenshot(path=str(OUTPUT / "compare-step.png"), full_page=True)
+    page.locator("#compare-multiples").screenshot(path=str(OUTPUT / "compare-multiples.png"))
+    assert (OUTPUT / "compare-step.png").stat().st_size > 20_000
+
+
+def test_a_disallowed_verifier_shows_a_warning(page):
+    pick(page, ["spechub"])
+    page.click("#step-btn")
+    status_has(page, "⚠️", timeout=30_000)
+    assert "spechub" in page.inner_text("#status")

@@ -1,0 +1,134 @@
+"""The compare view's handlers fed what the front end sends (None, floats, a lone string), toy pair:
+a compared Step costs one target forward and records one verdict per selected verifier (the run
+verifier first), the figures are drawn from that record, scrubbing redraws it with no model, and a
+verifier the shape does not allow is refused with a message."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import fields, replace
+
+import pytest
+
+import app
+from decoding.compare.selection import allowed_keys
+from decoding.models import pairs as models
+from ui import compare, tree_view
+from ui import controls as ui_controls
+from ui.session import Controls, Session
+from viz import compare as vc
+
+_, VIEWS = app.build_page("toy")
+PANEL = next(p for p in VIEWS.panels if isinstance(p, compare.ComparePanel))
+CONTROLS = replace(Controls(), pair="toy", prompt="the cat", verifier="rrs", branching="3,2",
+                   temperature=1.0, seed=2, max_new_tokens=40)
+FOUR = ["rrs_wor", "spectr", "pointmass", "rrs"]
+
+
+@pytest.fixture(autouse=True)
+def _quiet_warnings():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def raw(controls: Controls, **options) -> dict:
+    return {**{f.name: getattr(controls, f.name) for f in fields(Controls)}, **options}
+
+
+def step(session, controls=CONTROLS, **options):
+    return VIEWS.named(ui_controls.step(VIEWS, VIEWS.inputs(session, **raw(controls, **options)), progress=None))
+
+
+def compared_step(session, keys=FOUR, controls=CONTROLS):
+    # the front end sends a float from the slider and the checkbox's bool
+    return step(session, controls, compare=True, compare_keys=keys, compare_mc=80.0)
+
+
+@pytest.fixture(scope="module")
+def two_steps():
+    first = compared_step(Session())
+    second = step(first.session, compare=None, compare_keys=None, compare_mc=None)  # compare off: a plain step
+    return first, second
+
+
+def test_a_compared_step_is_one_forward_with_a_verdict_per_verifier(two_steps):
+    views = two_steps[0]
+    record = views.session.steps[-1]
+    assert record.target_forwards == 1
+    keys = [v.key for v in record.compare.verdicts]
+    assert keys == ["rrs", "rrs_wor", "spectr", "pointmass"]  # the run verifier first, no duplicate
+    assert record.compare.run_verifier == "rrs"
+    rrs = record.compare.verdicts[0]
+    assert list(rrs.accepted_path) == list(record.accepted_path)  # the run verifier's verdict is what ran
+    assert all(v.mc_draws == 80 for v in record.compare.verdicts)
+    assert "1 target forward" in views.compare_note and "⚠️" not in views.status
+
+
+def test_the_figures_and_the_table_are_drawn_from_the_record(two_steps):
+    views = two_steps[0]
+    record = views.session.steps[-1].compare
+    multiples = json.loads(views.compare_multiples.to_json())
+    titles = [a["text"] for a in multiples["layout"]["annotations"] if a["text"].startswith("<b>")]
+    assert [t.split("</b>")[0][3:] for t in titles] == [v.key for v in record.verdicts]
+    markers = [t for t in multiples["data"] if t.get("mode") == "markers+text"]
+    assert [len(t["x"]) for t in markers] == [len(v.tokens) for v in record.verdicts]
+    rows = views.compare_table["data"]
+    assert len(rows) == sum(len(v.visits) for v in record.verdicts)
+    assert [r[0] for r in rows] == [v.key for v in record.verdicts for _ in v.visits]
+    laws = json.loads(views.compare_laws.to_json())["data"]
+    exact = [t["y"] for t in laws if t["name"] == "exact"]
+    assert exact == [list(v.accepted_length_law) for v in record.verdicts]
+
+
+def test_a_plain_step_shows_that_it_was_not_compared(two_steps):
+    views = two_steps[1]
+    assert views.session.steps[-1].compare is None and len(views.session.steps) == 2
+    assert "was not compared" in views.compare_note and views.compare_multiples is None
+
+
+def test_scrubbing_redraws_the_compare_view_of_that_step_with_no_model(two_steps, monkeypatch):
+    session = two_steps[1].session
+    monkeypatch.setattr(models, "load_pair", lambda *a, **k: pytest.fail("scrubbing must not load a model"))
+    back = VIEWS.named(tree_view.scrub(VIEWS, session, 1.0))
+    record = session.steps[0].compare
+    assert back.compare_table["data"] == compare.table(vc.node_table(record))["data"]
+    assert json.loads(back.compare_laws.to_json()) == json.loads(vc.length_law_figure(record).to_json())
+    assert "was not compared" in VIEWS.named(tree_view.scrub(VIEWS, session, "2")).compare_note
+
+
+def test_a_verifier_the_shape_does_not_allow_is_refused_with_a_message():
+    views = compared_step(Session(), keys=["rrs", "spechub"])  # spechub: at most 2 candidates, the root has 3
+    assert "⚠️" in views.status and "spechub" in views.status
+    assert views.session.steps == ()
+
+
+@pytest.mark.parametrize("keys, words", [(None, "no verifier is selected"), ([], "no verifier is selected"),
+                                         (["nope"], "unknown verifier")])
+def test_a_bad_selection_gives_a_message(keys, words):
+    views = compared_step(Session(), keys=keys)
+    assert "⚠️" in views.status and words in views.status and views.session.steps == ()
+
+
+def test_a_lone_string_selection_is_one_verifier():
+    views = compared_step(Session(), keys="pointmass")
+    assert [v.key for v in views.session.steps[-1].compare.verdicts] == ["rrs", "pointmass"]
+
+
+def test_select_allowed_follows_the_shape():
+    values = VIEWS.inputs(None, **raw(replace(CONTROLS, branching="2,2")))
+    assert compare.select_allowed(VIEWS, values)["value"] == allowed_keys(replace(CONTROLS, branching="2,2").config())
+    assert "spechub" in compare.select_allowed(VIEWS, values)["value"]
+    bad = VIEWS.inputs(None, **raw(replace(CONTROLS, branching="3,banana")))
+    assert "value" not in compare.select_allowed(VIEWS, bad)  # a bad shape keeps the selection
+
+
+def test_run_level_comparison_draws_a_row_per_verifier():
+    controls = replace(CONTROLS, max_new_tokens=6)
+    values = {**VIEWS.inputs(None, **raw(controls)), PANEL.verifiers: ["rrs_wor"], PANEL.seeds: 2.0}
+    out = compare.compare_runs(VIEWS, PANEL, values, progress=None)
+    rows = out[PANEL.runs_table]["data"]
+    assert [r[0] for r in rows] == ["rrs", "rrs_wor"] and out[PANEL.runs_plot] is not None
+    bad = compare.compare_runs(VIEWS, PANEL, {**values, PANEL.seeds: 2.5}, progress=None)
+    assert "⚠️" in bad[PANEL.runs_note] and bad[PANEL.runs_plot] is None
