@@ -20,6 +20,7 @@ import gradio as gr
 from decoding.verify.registry import VERIFIERS
 from ui import compare, controls, decode, help, inspector, lab, run_stats, trace_io, tree_view
 from ui.caps import CEILINGS, Caps
+from ui.run_cache import RunCache
 from ui.session import PAIRS, Controls, new_session
 from ui.views import Views
 
@@ -29,9 +30,12 @@ INTRO = ("# specscope\nLive multi-candidate speculative decoding: a draft model 
 
 
 def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = (),
-               caps: Caps | None = None) -> tuple[gr.Blocks, Views]:
-    """The Blocks and its Views (the handlers' handle on every component), wired; `caps` limit every run."""
+               caps: Caps | None = None, runs: RunCache | None = None) -> tuple[gr.Blocks, Views]:
+    """The Blocks and its Views (the handlers' handle on every component), wired; `caps` limit every run.
+
+    `runs` is this app's cache of live runs (a new one by default; see ui.run_cache)."""
     caps = caps or Caps()
+    runs = RunCache() if runs is None else runs
     default = replace(Controls(), pair=default_pair,
                       prompt=controls.example_prompts()["toy" if default_pair == "toy" else "text"][0])
     with gr.Blocks(title="specscope", analytics_enabled=False) as demo:
@@ -45,7 +49,7 @@ def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = (),
             with gr.Column(scale=5):
                 tree = tree_view.TreeView.build()
                 nodes = inspector.Inspector.build()
-        with gr.Tabs():
+        with gr.Tabs() as tabs:  # the run charts are drawn only while their tab is open
             versus = compare.ComparePanel.build(default)
             stats = run_stats.RunStats.build()
             traces = trace_io.TraceIO.build()
@@ -55,13 +59,22 @@ def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = (),
         views = Views(state, panel.status, [tree, nodes, stats, versus], controls=panel.widgets,
                       options=versus.options(), caps=caps)
         decode_queue = dict(concurrency_limit=_concurrency(), concurrency_id="decode")
-        controls.wire(views, panel, decode_queue)
+        changes = controls.wire(views, panel, decode_queue, runs)
         tree_view.wire(views, tree)
         inspector.wire(views, nodes, tree.slider)
         run_stats.wire(views, stats, decode_queue)
-        trace_io.wire(views, traces)
+        changes += trace_io.wire(views, traces)
         compare.wire(views, versus, decode_queue)
+        run_stats.wire_lazy(views, stats, tabs, changes)
+        demo.unload(_leaver(runs))
     return demo, views
+
+
+def _leaver(runs: RunCache):
+    """The page-leave handler: Gradio hands it only a gr.Request (found by its type hint)."""
+    def leave(request: gr.Request) -> None:
+        runs.leave(request.session_hash)
+    return leave
 
 
 def build_app(default_pair: str = "embedded", notices: tuple[str, ...] = (), caps: Caps | None = None) -> gr.Blocks:

@@ -1,13 +1,140 @@
-"""Benchmarks of the app's Step: in-process handler time (`bench_step`)."""
+"""Benchmarks of the app's Step (not tests): click-to-render latency in a real browser (`./specscope bench
+app`, `main`) and the in-process handler time (`bench_step`, app.py --bench-step).
+
+The browser benchmark launches app.py on a free port, one process per pair (so the embedded model is
+loaded in one process at a time), drives headless Chromium with playwright and times, inside the page,
+a Step click until the status line shows the new step: what a person waits for, queue, payload and
+rendering included. The first click of a run (it starts the run) is reported on its own.
+"""
 
 from __future__ import annotations
 
+import argparse
+import socket
 import statistics
+import subprocess
+import sys
 import time
+import urllib.request
 from dataclasses import astuple, fields, replace
+from pathlib import Path
 
 from ui import controls, decode
 from ui.session import Controls
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+# In the page: click Step, poll the status until it names step n (or a warning); milliseconds and the text.
+CLICK_JS = """async (n) => {
+  const status = () => document.querySelector('#status')?.innerText || '';
+  const t0 = performance.now();
+  document.querySelector('#step-btn button, button#step-btn').click();
+  for (;;) {
+    const text = status();
+    const done = text.includes(`Step ${n} of ${n}`) || text.includes('\\u26a0') || text.includes('has finished');
+    if (done || performance.now() - t0 > 180000) return [performance.now() - t0, text];
+    await new Promise(r => setTimeout(r, 5));
+  }
+}"""
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="./specscope bench app",
+                                     description="click-to-render latency of Step in headless Chromium")
+    parser.add_argument("--pairs", default="toy,embedded", help="comma-separated pairs (default toy,embedded)")
+    parser.add_argument("--clicks", type=int, default=10, help="Step clicks per pair after the first (default 10)")
+    parser.add_argument("--app-dir", type=Path, default=ROOT, help="the checkout whose app.py is launched")
+    parser.add_argument("--python", default=sys.executable, help="the interpreter that runs app.py")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    app_py = args.app_dir / "app.py"
+    if args.clicks < 1 or not app_py.is_file() or not Path(CHROMIUM).exists():
+        print(f"bench app: need --clicks >= 1, {app_py} and {CHROMIUM}", file=sys.stderr)
+        return 2
+    for pair in [p.strip() for p in args.pairs.split(",") if p.strip()]:
+        first, times, problem = bench_pair(args, pair)
+        print(report(pair, first, times, problem), flush=True)
+    return 0
+
+
+def report(pair: str, first: float, times: list[float], problem: str | None) -> str:
+    if problem:
+        return f"{pair}: the status showed a warning, not a step: {problem!r}"
+    if not times:
+        return f"{pair}: the run ended after its first click ({first:.0f} ms); nothing more to time"
+    ordered = sorted(times)
+    p90 = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
+    return (f"{pair} pair, 3,2,2 tree: {len(times)} Step clicks, click -> new status: "
+            f"median {statistics.median(times):.0f} ms, p90 {p90:.0f} ms, max {ordered[-1]:.0f} ms "
+            f"(first click of the run: {first:.0f} ms)")
+
+
+def bench_pair(args: argparse.Namespace, pair: str) -> tuple[float, list[float], str | None]:
+    """(first click ms, later clicks ms, the warning if the status showed one) for one pair."""
+    from playwright import sync_api
+
+    proc, url = launch(args, pair)
+    try:
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1440, "height": 1000})
+            page.goto(url)
+            page.wait_for_selector("#step-btn", timeout=120_000)
+            first, text = page.evaluate(CLICK_JS, 1)
+            times = []
+            for n in range(2, args.clicks + 2):
+                if "running" not in text:
+                    break  # a warning, or the run finished: no more steps to time
+                ms, text = page.evaluate(CLICK_JS, n)
+                times.append(ms)
+            browser.close()
+        return first, times, (text.strip() if "\u26a0" in text else None)
+    finally:
+        stop(proc)
+
+
+def launch(args: argparse.Namespace, pair: str) -> tuple[subprocess.Popen, str]:
+    """app.py on a free port with `pair` preselected (it preloads the pair; the first click waits for it)."""
+    port = free_port()
+    log = open(Path("/tmp") / f"specscope-bench-app-{pair}-{port}.log", "w", encoding="utf-8")
+    proc = subprocess.Popen([args.python, "app.py", "--host", "127.0.0.1", "--port", str(port), "--pair", pair,
+                             "--device", "cpu"], cwd=args.app_dir, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    wait_until_up(url, proc)
+    return proc, url
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until_up(url: str, proc: subprocess.Popen, timeout_s: float = 300) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the app exited with code {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    raise TimeoutError(f"the app did not answer on {url} within {timeout_s} s")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 def bench_step(kind: str, clicks: int, repeats: int = 3) -> None:
@@ -30,3 +157,7 @@ def bench_step(kind: str, clicks: int, repeats: int = 3) -> None:
     print(f"{kind} pair, 3,2,2 tree, {len(times)} Step clicks ({repeats} runs x {clicks}): "
           f"median {1e3 * statistics.median(times):.0f} ms, p90 {1e3 * sorted(times)[int(0.9 * len(times))]:.0f} ms, "
           f"max {1e3 * max(times):.0f} ms per click (all views redrawn)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

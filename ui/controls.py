@@ -16,6 +16,7 @@ from decoding.run import engine
 from decoding.verify.registry import VERIFIERS
 from ui import compare, decode
 from ui.caps import Caps
+from ui.run_cache import RunCache
 from ui.session import PAIRS, SHAPES, Controls, Session, field_spec
 from ui.views import Out, Views, internal_error, md
 
@@ -118,24 +119,29 @@ def shape_changed(shape: str | None) -> tuple[dict, dict, dict]:
 
 
 # ---- Step, Run, Reset: the handlers read every control through the boundary --------------------------
-def step(views: Views, values: dict, progress: gr.Progress = PROGRESS) -> Out:
-    """One speculative step: resume the run from its plain state, step once, redraw."""
+def step(views: Views, values: dict, progress: gr.Progress = PROGRESS, request: gr.Request = None, *,
+         runs: RunCache | None = None) -> Out:
+    """One speculative step: the live run from `runs` (or resumed from its plain state), step once, redraw."""
     session = values.get(views.state) or Session()
-    return views.guarded(session, lambda: _step_once(views, session, views.read_controls(values), progress,
+    controls = partial(views.read_controls, values)
+    return views.guarded(session, lambda: _step_once(views, session, controls(), progress, runs, request,
                                                      compare.selected(views, values)))
 
 
 def _step_once(views: Views, session: Session, controls: Controls, progress: gr.Progress | None,
-               compared: tuple[list[str], int] = ([], 0)) -> Out:
+               runs: RunCache | None, request: gr.Request | None, compared: tuple[list[str], int] = ([], 0)) -> Out:
     note = decode.finished_note(session, controls)
     if note:
         return views.draw(session, status=note)
-    run, fresh = decode.open_run(session, controls, progress, views.caps, *compared)
+    run, fresh = decode.open_run(session, controls, progress, views.caps, *compared, runs=runs)
     decode.advance(run)
-    return views.draw(decode.commit(session, controls, run, fresh))
+    session = decode.commit(session, controls, run, fresh)
+    decode.keep(runs, session, run, request)
+    return views.draw(session)
 
 
-def run(views: Views, values: dict, progress: gr.Progress = PROGRESS) -> Iterator[Out]:
+def run(views: Views, values: dict, progress: gr.Progress = PROGRESS, request: gr.Request = None, *,
+        runs: RunCache | None = None) -> Iterator[Out]:
     """Step until the run finishes, redrawing after every step (Stop cancels this event)."""
     current = values.get(views.state) or Session()
     try:
@@ -144,10 +150,14 @@ def run(views: Views, values: dict, progress: gr.Progress = PROGRESS) -> Iterato
         if note:
             yield views.draw(current, status=note)
             return
-        live, fresh = decode.open_run(current, controls, progress, views.caps, *compare.selected(views, values))
-        for latest in _stream(current, controls, live, fresh):
-            current = latest
-            yield views.draw(current)
+        live, fresh = decode.open_run(current, controls, progress, views.caps,
+                                      *compare.selected(views, values), runs=runs)
+        try:
+            for latest in _stream(current, controls, live, fresh):
+                current = latest
+                yield views.draw(current)
+        finally:  # also when Stop cancels: the next Step checks that the run still matches
+            decode.keep(runs, current, live, request)
     except ValueError as err:
         yield views.problem(current, str(err))
     except Exception as err:  # noqa: BLE001 - one user's failure must not take the app down
@@ -165,20 +175,35 @@ def _stream(session: Session, controls: Controls, live: engine.Run, fresh: bool)
             return
 
 
-def reset(views: Views, session: Session | None = None) -> Out:
+def reset(views: Views, session: Session | None = None, *, runs: RunCache | None = None) -> Out:
+    """A new, empty session (a new key); the old session's live run leaves the cache."""
+    if runs is not None and session is not None:
+        runs.evict(session.key)
     return views.draw(Session(), status="Reset. Press **Step** to start a new run.")
 
 
-def wire(views: Views, panel: ControlsPanel, decode_queue: dict) -> None:
+def wire(views: Views, panel: ControlsPanel, decode_queue: dict, runs: RunCache | None = None) -> list:
+    """Wire the controls; returns the events that change the session (for run_stats' lazy charts)."""
     inputs = {views.state, *panel.widgets.values(), *views.options.values()}
     # preprocess=False: the raw values a client sends reach Controls.from_raw, the one boundary, so a
     # hostile API call gets the same ⚠️ status line as the page (not Gradio's own range errors).
     raw = dict(preprocess=False, **decode_queue)
-    panel.step.click(partial(step, views), inputs, views.outputs(), api_name="step", **raw)
-    running = panel.run.click(partial(run, views), inputs, views.outputs(), api_name="run", **raw)
-    panel.stop.click(None, None, None, cancels=[running])
-    panel.reset.click(partial(reset, views), [views.state], views.outputs(), cancels=[running], api_name="reset")
+
+    # Closures, not partials: Gradio finds the gr.Request parameter by a plain function's type hints.
+    def on_step(values: dict, request: gr.Request, progress: gr.Progress = PROGRESS) -> Out:
+        return step(views, values, progress, request, runs=runs)
+
+    def on_run(values: dict, request: gr.Request, progress: gr.Progress = PROGRESS) -> Iterator[Out]:
+        yield from run(views, values, progress, request, runs=runs)
+
+    stepping = panel.step.click(on_step, inputs, views.outputs(), api_name="step", **raw)
+    running = panel.run.click(on_run, inputs, views.outputs(), api_name="run", **raw)
+    stopping = panel.stop.click(None, None, None, cancels=[running])
+    resetting = panel.reset.click(partial(reset, views, runs=runs), [views.state], views.outputs(), cancels=[running],
+                                  api_name="reset")
     w = panel.widgets
     w["verifier"].change(verifier_info, [w["verifier"]], [panel.verifier_info], show_progress="hidden")
-    w["pair"].change(pair_changed, [w["pair"], w["prompt"]], [w["target"], w["draft"], w["prompt"]])
+    # Unqueued, so a Step sent right after a pair change cannot overtake the prompt swap.
+    w["pair"].change(pair_changed, [w["pair"], w["prompt"]], [w["target"], w["draft"], w["prompt"]], queue=False)
     w["shape"].change(shape_changed, [w["shape"]], [w["branching"], w["sequences"], w["depth"]])
+    return [stepping, running, stopping, resetting]

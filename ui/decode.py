@@ -22,6 +22,7 @@ from decoding.run import engine
 from decoding.run.config import DecodeConfig
 from decoding.run.schema import StepRecord
 from ui.caps import Caps
+from ui.run_cache import RunCache
 from ui.session import PAIRS, Controls, Session
 
 log = logging.getLogger("specscope.app")
@@ -57,20 +58,25 @@ def _reporter(progress: gr.Progress | None) -> Callable[..., None]:
 
 
 def open_run(session: Session, controls: Controls, progress: gr.Progress | None,
-             caps: Caps | None = None, compare: Sequence[str] = (), mc_draws: int = 0) -> tuple[engine.Run, bool]:
+             caps: Caps | None = None, compare: Sequence[str] = (), mc_draws: int = 0,
+             runs: RunCache | None = None) -> tuple[engine.Run, bool]:
     """Resume the session's run when the controls are unchanged, else start a new one (fresh=True).
 
     With `compare` keys the run is a CompareRun: those verifiers judge every step too (the run
-    verifier still emits); turning compare on or off continues the same run.
+    verifier still emits); turning compare on or off continues the same run. Without, the live run
+    comes out of `runs` when it is there and is exactly the session's run (its KV caches warm);
+    otherwise it is rebuilt from the plain state (both caches re-prefilled).
     """
     config = controls.config(caps)  # validate (within this server's caps) before loading anything
     if compare:
         check_selection(list(compare), config)  # refuse, never drop, a verifier the shape does not allow
     pair = load(controls, progress)
     resume = session.run is not None and session.controls == controls
+    live = runs.take(session.key, session.run, pair) if runs is not None and session.run is not None else None
     if not compare:
-        return (engine.resume(pair, session.run), False) if resume else (engine.start(pair, config, controls.prompt),
-                                                                         True)
+        if resume:
+            return (live if type(live) is engine.Run else engine.resume(pair, session.run)), False
+        return engine.start(pair, config, controls.prompt), True
     state = session.run if resume else engine.start(pair, config, controls.prompt).state
     return CompareRun(pair, DecodeConfig.from_dict(state.config), state, list(compare), mc_draws), not resume
 
@@ -85,6 +91,12 @@ def advance(run: engine.Run) -> StepRecord | None:
 def baseline(pair, prompt_ids: list[int], n_tokens: int, config) -> engine.Baseline:
     """The target alone decoding `n_tokens` (model work: wrapped like `advance`)."""
     return engine.baseline(pair, prompt_ids, n_tokens, config)
+
+
+def keep(runs: RunCache | None, session: Session, run: engine.Run, request: gr.Request | None) -> None:
+    """Put the live run back in the cache under the session's key (not a finished or a compare run)."""
+    if runs is not None and not run.done and type(run) is engine.Run:
+        runs.put(session.key, run, page=getattr(request, "session_hash", None))
 
 
 def commit(session: Session, controls: Controls, run: engine.Run, fresh: bool) -> Session:

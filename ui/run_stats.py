@@ -1,4 +1,10 @@
-"""Run statistics: tokens per target forward, acceptance by depth, and the speed against the target alone."""
+"""Run statistics: tokens per target forward, acceptance by depth, and the speed against the target alone.
+
+The four charts are drawn only while their tab is open: a Step or Run leaves them alone (no figure
+built, none sent), the tab's select event draws them, and while it is open `refresh` (chained after
+every event that changes the session) redraws them once the event is done. Whether the tab is open
+is per page, in the `shown` gr.State (False at start: the compare tab comes first).
+"""
 
 from __future__ import annotations
 
@@ -14,6 +20,7 @@ from ui.session import Session
 from ui.views import Out, Views
 from viz import stats
 
+LABEL = "Run statistics"
 PROGRESS = gr.Progress()  # Gradio gives each event its own tracker; this default holds no state
 
 
@@ -23,19 +30,27 @@ class RunStats:
     baseline: gr.Button
     summary: gr.Markdown
     plot: gr.Plot
+    shown: gr.State  # whether this page has the tab open
 
     @classmethod
     def build(cls) -> RunStats:
-        with gr.Tab("Run statistics") as tab:
+        with gr.Tab(LABEL) as tab:
             baseline = gr.Button("Compare with the target alone (plain decoding)", size="sm")
-            summary = gr.Markdown()
+            summary = gr.Markdown("Press **Step** to draft and verify one tree.")
             plot = gr.Plot(label="run statistics", show_label=False, elem_id="stats-plot")
-        return cls(tab, baseline, summary, plot)
+        return cls(tab, baseline, summary, plot, gr.State(False))  # not the first tab: closed at start
 
     def named(self) -> dict[str, Any]:
         return {"stats_plot": self.plot, "stats_md": self.summary}
 
     def draw(self, session: Session, position: int) -> Out:
+        """Nothing: the charts are drawn by `charts` only while their tab is open (see the module doc)."""
+        return {self.plot: gr.skip(), self.summary: gr.skip()}
+
+    def charts(self, session: Session) -> Out:
+        """The four charts and the summary of the session's run (cleared when it has no steps)."""
+        if not session.steps:
+            return self.clear()
         steps = session.steps
         seconds = session.trace.summary.seconds if session.trace.summary else None
         return {self.plot: stats.run_figure(steps, session.baseline, seconds),
@@ -58,8 +73,37 @@ def _baseline(views: Views, session: Session, progress: gr.Progress | None) -> O
     config = DecodeConfig.from_dict(session.run.config)
     base = decode.baseline(pair, list(session.run.prompt_ids), len(session.run.generated_ids), config)
     numbers = stats.BaselineNumbers(tokens=len(base.ids), seconds=base.seconds, forwards=base.forwards)
-    return views.draw(replace(session, baseline=numbers))
+    session = replace(session, baseline=numbers)
+    return {**views.draw(session), **_panel(views).charts(session)}  # its button is in the open tab
+
+
+def _panel(views: Views) -> RunStats:
+    return next(p for p in views.panels if isinstance(p, RunStats))
+
+
+def refresh(panel: RunStats, session: Session | None, shown: bool) -> Out:
+    """After an event that changed the session: the charts if the tab is open, else nothing sent."""
+    if not shown:
+        return {panel.plot: gr.skip(), panel.summary: gr.skip()}
+    return panel.charts(session or Session())
+
+
+def tab_selected(panel: RunStats, session: Session | None, label: str | None) -> Out:
+    """A tab was selected: draw the charts when it is this one, and remember whether it is."""
+    shown = label == LABEL
+    return {panel.shown: shown, **refresh(panel, session, shown)}
 
 
 def wire(views: Views, panel: RunStats, decode_queue: dict) -> None:
     panel.baseline.click(partial(baseline, views), [views.state], views.outputs(), **decode_queue)
+
+
+def wire_lazy(views: Views, panel: RunStats, tabs: gr.Tabs, changes: list) -> None:
+    """Draw on tab select, and after each event in `changes` (those that change the session)."""
+    def selected(session: Session | None, event: gr.SelectData) -> Out:
+        return tab_selected(panel, session, event.value)
+
+    tabs.select(selected, [views.state], [panel.shown, panel.plot, panel.summary], show_progress="hidden")
+    for change in changes:
+        change.then(partial(refresh, panel), [views.state, panel.shown], [panel.plot, panel.summary],
+                    show_progress="hidden")

@@ -94,7 +94,8 @@ def _replay(views: Views, trace: Trace) -> Out:
     return out
 
 
-def wire(views: Views, panel: TraceIO) -> None:
+def wire(views: Views, panel: TraceIO) -> list:
+    """Wire export and import; returns the events that change the session (import)."""
     panel.export.click(export, [views.state], [panel.file, views.status])
-    panel.upload.upload(partial(import_trace, views), [views.state, panel.upload], views.outputs(),
-                        api_name="import_trace")
+    return [panel.upload.upload(partial(import_trace, views), [views.state, panel.upload], views.outputs(),
+                                api_name="import_trace")]

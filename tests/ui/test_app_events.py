@@ -7,6 +7,7 @@ import json
 import warnings
 from dataclasses import fields, replace
 
+import gradio as gr
 import pytest
 
 import app
@@ -131,7 +132,9 @@ def test_export_then_import_replays_the_same_figures(three_steps, monkeypatch):
         assert figure_json(a.tree) == figure_json(b.tree)
         assert figure_json(a.node_plot) == figure_json(b.node_plot)
         assert a.tests == b.tests and a.text == b.text
-    assert figure_json(imported.stats_plot) == figure_json(three_steps[-1].stats_plot)
+    stats = VIEWS.panels[2]
+    charts = [stats.charts(s)[stats.plot] for s in (imported.session, three_steps[-1].session)]
+    assert figure_json(charts[0]) == figure_json(charts[1])
 
 
 def _no_models(*args, **kwargs):
@@ -230,6 +233,25 @@ def test_baseline_adds_the_target_alone_to_the_speed_chart(three_steps):
     assert base.forwards == base.tokens  # one target forward per token (it stops early at <eos>)
     assert list(views.stats_plot.data[-1].x) == ["speculative", "target alone"]
     assert "speed-up" in views.stats_md
+
+
+def test_run_charts_are_drawn_only_while_their_tab_is_open(three_steps):
+    stats, session = VIEWS.panels[2], three_steps[-1].session
+    skip = {stats.plot: gr.skip(), stats.summary: gr.skip()}
+    out = step_out(session)
+    assert {c: out[c] for c in skip} == skip  # a Step builds and sends no chart
+    assert run_stats.refresh(stats, session, False) == skip  # tab closed: nothing drawn after the event
+    drawn = run_stats.refresh(stats, session, True)  # open: drawn from the session's records
+    assert figure_json(drawn[stats.plot]) == figure_json(stats.charts(session)[stats.plot])
+    assert drawn[stats.summary] == stats.charts(session)[stats.summary] and "per target forward" in drawn[stats.summary]
+    opened = run_stats.tab_selected(stats, session, run_stats.LABEL)
+    assert opened[stats.shown] is True and figure_json(opened[stats.plot]) == figure_json(drawn[stats.plot])
+    left = run_stats.tab_selected(stats, session, "How to read this")
+    assert left == {stats.shown: False, **skip}
+
+
+def step_out(session):
+    return ui_controls.step(VIEWS, VIEWS.inputs(session, **raw(CONTROLS)), progress=None)
 
 
 def test_baseline_without_a_run_says_what_to_do():

@@ -1,0 +1,82 @@
+"""`RunCache`: a bounded per-user server cache of live runs, so a Step does not rebuild both KV caches.
+
+A Session holds only a plain `RunState`; resuming from it re-prefills the target's and the draft's
+KV caches on every click. The cache keeps the live `engine.Run` (its KV caches warm) under the
+session's random `key`. A handler *takes* the run out (so two concurrent clicks of one page never
+share KV caches: the second finds nothing and rebuilds), uses it only if it matches the session's
+plain state exactly, and puts it back afterwards. Entries go on Reset, when the page is left
+(`leave`, by Gradio's session hash) and by LRU. Correctness never depends on the cache: a miss
+rebuilds the run from the plain state, as before.
+
+Owned by the app (one per Blocks) and passed to the handlers explicitly: no module-level state.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+from decoding.run import engine
+
+
+class RunCache:
+    """At most `max_runs` live runs, least recently used evicted first; thread-safe."""
+
+    def __init__(self, max_runs: int = 16, max_pages: int = 1024) -> None:
+        if max_runs < 1:
+            raise ValueError("a run cache holds at least one run")
+        self.max_runs, self.max_pages = max_runs, max_pages
+        self._runs: OrderedDict[str, engine.Run] = OrderedDict()
+        self._pages: OrderedDict[str, str] = OrderedDict()  # Gradio session hash -> session key
+        self._lock = threading.Lock()
+
+    def take(self, key: str, state: engine.RunState, pair) -> engine.Run | None:
+        """The live run stored under `key`, removed, if it is exactly `state` on `pair`; else None."""
+        with self._lock:
+            live = self._runs.pop(key, None)
+        return live if live is not None and matches(live, state, pair) else None
+
+    def put(self, key: str, run: engine.Run, page: str | None = None) -> None:
+        """Keep `run` under `key` (most recent); `page` (a session hash) lets `leave` find it."""
+        with self._lock:
+            self._runs[key] = run
+            self._runs.move_to_end(key)
+            while len(self._runs) > self.max_runs:
+                self._runs.popitem(last=False)
+            if page:
+                self._pages[page] = key
+                self._pages.move_to_end(page)
+                while len(self._pages) > self.max_pages:
+                    self._pages.popitem(last=False)
+
+    def evict(self, key: str | None) -> None:
+        with self._lock:
+            self._runs.pop(key or "", None)
+
+    def leave(self, page: str | None) -> None:
+        """The page with this session hash was closed: drop its run."""
+        with self._lock:
+            key = self._pages.pop(page or "", None)
+            self._runs.pop(key or "", None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._runs.clear()
+            self._pages.clear()
+
+    def __contains__(self, key: str) -> bool:
+        with self._lock:
+            return key in self._runs
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._runs)
+
+
+def matches(live: engine.Run, state: engine.RunState, pair) -> bool:
+    """Whether a cached run is the session's run: same models, config, tokens, steps and generator."""
+    have = live.state
+    same_pair = live.pair is pair or live.pair.describe() == pair.describe()  # the toy pair is not cached
+    return (same_pair and have.config == state.config and have.prompt_ids == state.prompt_ids
+            and have.generated_ids == state.generated_ids and len(have.steps) == len(state.steps)
+            and have.rng_state == state.rng_state and have.stop_reason == state.stop_reason)
