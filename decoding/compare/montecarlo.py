@@ -59,6 +59,7 @@ def run(entry: Verifier, tree: DraftTree, p: torch.Tensor, q: torch.Tensor, draw
     exact = accepted_length_law(entry.step_law(small, ps, qs), depth)
     generator = make_generator(seed)
     counts = [0] * (depth + 1)
+    entry = entry.memoised()  # the same nodes are verified `draws` times: fit what a node needs once
     for _ in range(draws):
         counts[len(entry.judge(small, ps, qs, generator).path) - 1] += 1
     hist = tuple(c / draws for c in counts) if draws else ()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from types import ModuleType
 
@@ -11,6 +11,7 @@ import torch
 
 from decoding.verify import laws
 from decoding.verify.rules.common import conditional_chain, verify_chain
+from decoding.verify.rules.node_cache import NodeCache
 from decoding.verify.step_law import Outcome, node_level_law
 from decoding.verify.tree import DraftTree
 from decoding.verify.verdict import NodeVerdict
@@ -45,6 +46,7 @@ class Verifier:
     verify: VerifyFn
     conditional: ConditionalFn
     acceptance: AcceptanceFn | None = None
+    verify_with: Callable[[NodeCache], VerifyFn] | None = None  # verify with a per-node cache (khisti_is)
 
     level = "node"  # a tree-level verifier (block, traversal) judges a whole tree at once
 
@@ -55,7 +57,17 @@ class Verifier:
         verify = getattr(rule, "verify", None) or partial(verify_chain, rule.chain)
         conditional = getattr(rule, "conditional", None) or partial(conditional_chain, rule.chain)
         acceptance = getattr(rule, "acceptance", None)
-        return cls(verify=verify, conditional=conditional, acceptance=acceptance, **metadata)
+        verify_with = getattr(rule, "verify_with", None)
+        return cls(verify=verify, conditional=conditional, acceptance=acceptance, verify_with=verify_with, **metadata)
+
+    def memoised(self, cache: NodeCache | None = None) -> Verifier:
+        """This entry verifying through a per-node cache of what its rule precomputes for a node (khisti_is's
+        induced law), for a caller that verifies the same nodes many times (a Monte-Carlo check). The cache
+        is the caller's: a fresh one unless passed, dropped with the returned entry. Entries whose rule
+        precomputes nothing come back as they are."""
+        if self.verify_with is None:
+            return self
+        return replace(self, verify=self.verify_with(cache if cache is not None else NodeCache()))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "law", laws.get(self.law))

@@ -88,6 +88,10 @@ class TreeVerifier:
         self._check_shape(tree)
         return self.judge_fn(tree, p, q, generator)
 
+    def memoised(self, cache=None) -> TreeVerifier:
+        """Itself: a tree-level verifier keeps no per-node precomputation (Verifier.memoised's twin)."""
+        return self
+
     def step_law(self, tree: DraftTree, p: torch.Tensor, q: torch.Tensor) -> list[Outcome]:
         """The exact law of this step's outcome given the tree."""
         self._check_shape(tree)

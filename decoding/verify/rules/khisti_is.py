@@ -33,13 +33,15 @@ Numerics: q(x) = 0 gives weight 0 and r(x) = 0, so such a candidate is never acc
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import NamedTuple
 
 import torch
 
 from decoding.verify.rules.common import Event, Final, Test, Update, final_residual, prepare, run_chain
+from decoding.verify.rules.node_cache import NodeCache
 from decoding.verify.sampling import draw, positive_part
 from decoding.verify.verdict import NodeVerdict
 
@@ -218,36 +220,70 @@ def _sd_test(p: torch.Tensor, xs: Sequence[int], chosen: int, law: InducedLaw) -
     return Test(chosen, y, float(p[y]), r_y, "p(y)/r_beta(y)", note=note)
 
 
-def _chain(p: torch.Tensor, xs: Sequence[int], chosen: int, law: InducedLaw) -> Iterator[Event]:
-    yield _sd_test(p, xs, chosen, law)
-    r = final_residual(positive_part(p - law.full()), p)  # [V] SD residual against the induced law
+def _chain(p: torch.Tensor, xs: Sequence[int], chosen: int, node: _Node) -> Iterator[Event]:
+    yield _sd_test(p, xs, chosen, node.law)
+    r = node.residual()  # [V] SD residual against the induced law
     yield Update(r)
     yield Final(r)
 
 
-def verify(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int], generator: torch.Generator) -> NodeVerdict:
-    """Select one candidate by importance weight p/q, then SD of it against its induced law r."""
-    p, q, xs = prepare(p, q, candidates)
-    w = sir_weights(p, q)  # [V]
-    beta = selection(w[xs])  # [k]
+class _Node:
+    """One node's precomputation: prepared p and q [V], the SIR weights [V], the induced law, and (when
+    first needed) the residual norm((p - r)_+) [V], which does not depend on the candidates."""
+
+    def __init__(self, p: torch.Tensor, q: torch.Tensor, k: int) -> None:
+        self.p, self.q = p, q
+        self.w = sir_weights(p, q)  # [V]
+        self.law = InducedLaw(q, self.w, k)
+        self._residual: torch.Tensor | None = None
+
+    def residual(self) -> torch.Tensor:
+        if self._residual is None:
+            self._residual = final_residual(positive_part(self.p - self.law.full()), self.p)
+        return self._residual
+
+
+def _node(
+    p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int], cache: NodeCache | None
+) -> tuple[_Node, list[int]]:
+    """The node's precomputation (from `cache` when it has this node and k) and the candidates as ints."""
+    p_law, q_law, xs = prepare(p, q, candidates)
+    if cache is None:
+        return _Node(p_law, q_law, len(xs)), xs
+    return cache.get(p, q, len(xs), lambda: _Node(p_law, q_law, len(xs))), xs
+
+
+def verify(
+    p: torch.Tensor,
+    q: torch.Tensor,
+    candidates: Sequence[int],
+    generator: torch.Generator,
+    cache: NodeCache | None = None,
+) -> NodeVerdict:
+    """Select one candidate by importance weight p/q, then SD of it against its induced law r.
+    With a `cache`, a node verified again costs a selection and a test, not a refit of r."""
+    node, xs = _node(p, q, candidates, cache)
+    beta = selection(node.w[xs])  # [k]
     chosen = draw(beta, generator)
-    law = InducedLaw(q, w, len(xs))
-    verdict = run_chain(_chain(p, xs, chosen, law), xs, generator)
+    verdict = run_chain(_chain(node.p, xs, chosen, node), xs, generator)
     note = f"SIR selected candidate {chosen} (token {xs[chosen]}) with probability {float(beta[chosen]):.6g}"
     return replace(verdict, notes=(note,) + verdict.notes)
 
 
+def verify_with(cache: NodeCache) -> Callable[..., NodeVerdict]:
+    """`verify` that keeps each node's induced law in `cache` (Verifier.memoised)."""
+    return partial(verify, cache=cache)
+
+
 def conditional(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
     """accept[i] = beta_i min(1, p(x_i)/r(x_i)); residual = norm((p - r)_+) [V]."""
-    p, q, xs = prepare(p, q, candidates)
-    w = sir_weights(p, q)  # [V]
-    beta = selection(w[xs])  # [k]
-    law = InducedLaw(q, w, len(xs))
-    passes = torch.tensor([_sd_test(p, xs, i, law).probability for i in range(len(xs))], dtype=torch.float64)
+    node, xs = _node(p, q, candidates, None)
+    beta = selection(node.w[xs])  # [k]
+    passes = torch.tensor([_sd_test(node.p, xs, i, node.law).probability for i in range(len(xs))], dtype=torch.float64)
     accept = beta * passes  # [k]
     if float(accept.sum()) >= 1.0:
-        return accept, torch.zeros_like(p)
-    return accept, final_residual(positive_part(p - law.full()), p)
+        return accept, torch.zeros_like(node.p)
+    return accept, node.residual()
 
 
 def acceptance(p: torch.Tensor, q: torch.Tensor, k: int) -> float:

@@ -24,7 +24,6 @@ import torch
 
 from decoding.verify.rules.common import Event, Final, Test, final_residual
 from decoding.verify.rules.sd import skip_note
-from decoding.verify.sampling import positive_part
 
 BUCKETS = 1024
 
@@ -36,13 +35,25 @@ def beta(p: torch.Tensor, q: torch.Tensor, rho: float) -> float:
 
 def division_factor(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
     """rho at (or a few ulps above) rho*, the smallest valid division factor in [1, k]."""
+    return _root(p, q, k)[0]
+
+
+def _damped(p: torch.Tensor, q: torch.Tensor, rho: float) -> tuple[torch.Tensor, float]:
+    """[V] min(q, p/rho) and its sum beta(rho): computed once, shared by the root check and the residual."""
+    damped = torch.minimum(q, p / rho)  # [V]
+    return damped, float(damped.sum())
+
+
+def _root(p: torch.Tensor, q: torch.Tensor, k: int) -> tuple[float, tuple[torch.Tensor, float] | None]:
+    """(rho, min(q, p/rho) with its sum, or None when not computed on the way)."""
     if k == 1:
-        return 1.0  # f <= 0 on [1, k]
+        return 1.0, None  # f <= 0 on [1, k]
     # w = p/q; q = 0 gives a huge finite w (bucket B+1, where its q = 0 counts nowhere) and p = 0 gives
     # w = 0 (bucket 0, where its p = 0 counts nowhere): no masks needed
     w = p / q.clamp(min=1e-300)  # [V]
     # bucket 0: w < 1; bucket j in 1..B: edges[j-1] <= w < edges[j] (up to rounding); B+1: w >= k
-    bucket = ((w - 1.0) * (BUCKETS / (k - 1))).floor_().add_(1.0).clamp_(0, BUCKETS + 1).long()  # [V]
+    scale = BUCKETS / (k - 1)
+    bucket = torch.mul(w, scale).sub_(scale - 1.0).floor_().clamp_(0, BUCKETS + 1).long()  # [V]
     p_sum = torch.zeros(BUCKETS + 2, dtype=torch.float64).scatter_add_(0, bucket, p)  # [B+2] per-bucket mass
     q_sum = torch.zeros(BUCKETS + 2, dtype=torch.float64).scatter_add_(0, bucket, q)
     edges = torch.linspace(1.0, float(k), BUCKETS + 1, dtype=torch.float64)  # [B+1]
@@ -50,10 +61,10 @@ def division_factor(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
     above_q = q_sum.sum() - torch.cumsum(q_sum, 0)[:-1]  # [B+1] q-mass of tokens with w >= edges[j]
     positive = torch.nonzero(_f(edges, above_q, below_p, k) > 0)
     if positive.numel() == 0:
-        return 1.0  # f(1) = 0 (p = q, or disjoint supports where f = 0 everywhere): rho* = 1
+        return 1.0, None  # f(1) = 0 (p = q, or disjoint supports where f = 0 everywhere): rho* = 1
     j = int(positive[-1])
     if j == BUCKETS:
-        return float(k)
+        return float(k), None
     inside = torch.nonzero(bucket == j + 1).flatten()  # the breakpoints in (edges[j], edges[j+1])
     rho = _solve_in_bucket(
         w[inside], p[inside], q[inside], float(edges[j]), float(edges[j + 1]), float(above_q[j]), float(below_p[j]), k
@@ -61,18 +72,20 @@ def division_factor(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
     return _at_or_above_root(p, q, rho, k)
 
 
-def _at_or_above_root(p: torch.Tensor, q: torch.Tensor, rho: float, k: int) -> float:
-    """rho nudged up until f(rho) <= 0 with beta summed directly (bucket sums round differently).
+def _at_or_above_root(p: torch.Tensor, q: torch.Tensor, rho: float, k: int) -> tuple[float, tuple]:
+    """rho nudged up until f(rho) <= 0 with beta summed directly (bucket sums round differently), with
+    min(q, p/rho) and beta at that rho.
 
     The first step (1e-14 relative) usually suffices; the acceptance lost is of that order."""
     step = 1e-14
     for _ in range(30):
         rho = min(rho * (1.0 + step), float(k))
-        b = beta(p, q, rho)
+        damped = _damped(p, q, rho)
+        b = damped[1]
         if rho >= k or 1.0 - (1.0 - b) ** k - rho * b <= 0.0:
             break
         step *= 10.0
-    return rho
+    return rho, damped
 
 
 def _f(rho, above_q, below_p, k):
@@ -114,23 +127,23 @@ def _bisect(lo: float, hi: float, above_q: float, below_p: float, k: int) -> flo
     return hi
 
 
-def kseq_residual(p: torch.Tensor, q: torch.Tensor, rho: float, k: int) -> torch.Tensor:
-    """[V] norm(p - min(q, p/rho) (1 - (1 - beta)^k)/beta), clamped at 0; p when beta = 0."""
-    damped = torch.minimum(q, p / rho)  # [V]
-    b = float(damped.sum())
+def kseq_residual(p: torch.Tensor, q: torch.Tensor, rho: float, k: int, damped: tuple | None = None) -> torch.Tensor:
+    """[V] norm(p - min(q, p/rho) (1 - (1 - beta)^k)/beta), clamped at 0; p when beta = 0.
+    `damped`: min(q, p/rho) with its sum when the caller has them already."""
+    damped, b = _damped(p, q, rho) if damped is None else damped
     if not b > 0:
         return p.clone()  # no overlap: nothing is ever accepted (a copy: verdicts never alias inputs)
-    accepted = damped * ((1.0 - (1.0 - b) ** k) / b)  # [V] P(y emitted by acceptance)
-    return final_residual(positive_part(p - accepted), p)
+    accepted = torch.add(p, damped, alpha=-(1.0 - (1.0 - b) ** k) / b)  # [V] p - P(y emitted by acceptance)
+    return final_residual(accepted.clamp_(min=0.0), p)
 
 
 def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int], rho: float | None = None) -> Iterator[Event]:
     """K-SEQ at rho (default: rho*). rho < rho* is NOT lossless; the broken-variant tests pass one."""
     k = len(xs)
-    rho = division_factor(p, q, k) if rho is None else rho
+    rho, damped = _root(p, q, k) if rho is None else (rho, None)
     for i, x in enumerate(xs):
         yield Test(i, x, float(p[x]), rho * float(q[x]), f"p(x)/(rho q(x)), rho={rho:.6g}", note=skip_note(i, x, q))
-    yield Final(kseq_residual(p, q, rho, k))
+    yield Final(kseq_residual(p, q, rho, k, damped))
 
 
 def acceptance(p: torch.Tensor, q: torch.Tensor, k: int, rho: float | None = None) -> float:
