@@ -48,8 +48,9 @@ from decoding.verify.verdict import NodeVerdict
 W_LO = 1e-14
 W_HI = 1e16
 ENUMERATION_LIMIT = 20_000  # tuples
-STEP = 0.3  # trapezoid step in log t
 BIN = 0.05  # bin width in log w
+RATIO = 6  # the trapezoid step in log t is RATIO bins, so t c takes values on ONE geometric grid
+STEP = RATIO * BIN  # trapezoid step in log t (0.3)
 TERMS = 10  # Taylor terms in sigma = w/c - 1: the dropped e^{-y} (y sigma)^10/10! <= sigma^10/8 ~ 1e-17
 Y_MAX = 40.0  # e^{-t c} below e^{-40} is dropped
 T_LO = 1e-17  # the grid starts where a t <= 1e-17 for every weight a
@@ -104,7 +105,7 @@ class InducedLaw:
 
     def full(self) -> torch.Tensor:
         if self._full is None:
-            self._full = self._fit.law(self.q, self.w)
+            self._full = self._fit.full_law(self.q, self.w)
         return self._full
 
 
@@ -124,7 +125,15 @@ def _enumerated_law(q: torch.Tensor, w: torch.Tensor, k: int) -> torch.Tensor:
 
 def integrated_law(q: torch.Tensor, w: torch.Tensor, k: int) -> torch.Tensor:
     """[V] the induced law by the 1-D integral (not renormalised: its total checks the accuracy)."""
-    return _Fit.of(q, w, k).law(q, w)
+    return _Fit.of(q, w, k).full_law(q, w)
+
+
+class _Placement(NamedTuple):
+    """Where the fit put every token: kept so the full law reuses it instead of redoing [V] passes."""
+
+    special: torch.Tensor  # [s] token ids with weight 0 or above W_HI (usually few): handled by index
+    b: torch.Tensor  # [V] bin index (0 at the special tokens)
+    sigma: torch.Tensor  # [V] w/c - 1 (0 at the special tokens)
 
 
 class _Fit(NamedTuple):
@@ -136,29 +145,51 @@ class _Fit(NamedTuple):
     bins: int
     log_c: torch.Tensor | None  # [bins] log bin centres (None: no weight in (0, W_HI])
     coeff: torch.Tensor | None  # [TERMS, bins]
+    placed: _Placement | None = None  # the tokens of the (q, w) the fit was made from
 
     @staticmethod
     def of(q: torch.Tensor, w: torch.Tensor, k: int) -> _Fit:
-        z = float((q * ((q > 0) & (w == 0))).sum())
-        mid = (w > 0) & (w <= W_HI)
-        if not bool(mid.any()):
+        special = torch.nonzero((w == 0) | (w > W_HI)).flatten()  # [s]
+        w_s, q_s = w[special], q[special]
+        z = float(q_s[w_s == 0].sum())  # q-mass of the weight-0 tokens (q = 0 ones add nothing)
+        if special.numel() == w.numel():
             return _Fit(k, z ** (k - 1), 0.0, 1, None, None)
-        log_w = torch.log(w + (~mid).double())  # [V] placeholder log 1 = 0 off `mid` (no mass there)
-        lo = float((log_w + 1e300 * (~mid).double()).min())
-        hi = float((log_w - 1e300 * (~mid).double()).max())
+        log_w = torch.log(w)  # [V] -inf at weight 0, up to log 1e300 above W_HI: both special
+        lo, hi = _log_range(log_w, special)
         bins = max(1, math.ceil((hi - lo) / BIN))
         log_c = lo + (torch.arange(bins, dtype=torch.float64) + 0.5) * BIN  # [bins]
         fit = _Fit(k, z ** (k - 1), lo, bins, log_c, None)
         b, sigma = fit.place(log_w)
-        y, e = _grid(lo, hi, log_c)  # [T, bins] t c and e^{-t c}, zero past Y_MAX
-        laplace = z + (e * _taylor_sum(_bin_moments(q * mid.double(), sigma, b, bins), -y)).sum(dim=1)  # [T]
-        weight = STEP * (laplace ** (k - 1) - fit.g_inf)  # [T] trapezoid weight x (G(t) - G(inf))
-        return fit._replace(coeff=_bump_coefficients(weight[:, None] * y * e, -y))
+        sigma[special] = 0.0  # keeps sigma finite (no inf * 0 in the moments)
+        qm = q.clone()  # [V] q of the tokens in (0, W_HI]
+        qm[special] = 0.0
+        powers, y, nodes = _grid(lo, hi, bins)  # [TERMS, L] e^{-y} (-y)^j / j! on the 1-D grid of t c
+        moments = _bin_moments(qm, sigma, b, bins)  # [TERMS, bins]
+        laplace = z + _correlate(moments, powers * FACTORIALS[:, None]).sum(0)[nodes]  # [T]
+        weight = torch.zeros(powers.shape[1], dtype=torch.float64)  # [L] trapezoid weights at the nodes
+        weight[nodes] = STEP * (laplace ** (k - 1) - fit.g_inf)  # x (G(t) - G(inf))
+        coeff = _correlate(weight[None, :], powers * y)[:, :bins]  # [TERMS, bins]
+        return fit._replace(coeff=coeff, placed=_Placement(special, b, sigma))
+
+    def full_law(self, q: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        """r at every token of the (q, w) the fit was made from [V]: the Horner passes only, on the kept
+        bins and sigmas; the special tokens are then written by index."""
+        if self.coeff is None or self.placed is None:
+            return self.law(q, w)
+        special, b, sigma = self.placed
+        poly = self.coeff[TERMS - 1].index_select(0, b)  # [V]
+        for j in range(TERMS - 2, -1, -1):
+            poly = torch.addcmul(self.coeff[j].index_select(0, b), poly, sigma)
+        r = torch.addcmul(poly, poly, sigma).add_(self.g_inf).mul_(q).mul_(self.k)  # k q (g_inf + (1 + sigma) poly)
+        w_s, q_s = w[special], q[special]
+        factor = torch.full_like(q_s, float(self.k)).masked_fill_(w_s == 0, self.g_inf)  # [s] float64
+        r[special] = q_s * factor  # weight 0: only the all-zero tuples select it; huge weights: always
+        return r
 
     def place(self, log_w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Bin index [n] and relative offset sigma = w/c - 1 [n] of each log weight."""
-        b = ((log_w - self.lo) / BIN).floor().long().clamp(0, self.bins - 1)
-        return b, torch.expm1(log_w - self.log_c.index_select(0, b))
+        b = torch.sub(log_w, self.lo).div_(BIN).floor_().clamp_(0, self.bins - 1).long()  # -inf goes to bin 0
+        return b, torch.sub(log_w, self.log_c.index_select(0, b)).expm1_()
 
     def law(self, q: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
         """r at the given tokens (q [n], w [n]): weight 0, weight in (0, W_HI], weight > W_HI."""
@@ -173,6 +204,18 @@ class _Fit(NamedTuple):
         return r + self.k * q * mid * (self.g_inf + (1.0 + sigma) * poly)
 
 
+def _log_range(log_w: torch.Tensor, special: torch.Tensor) -> tuple[float, float]:
+    """Smallest and largest log weight over the tokens that are not special."""
+    if special.numel() == 0:
+        lo, hi = torch.aminmax(log_w)
+        return float(lo), float(hi)
+    masked = log_w.clone()  # [V]
+    masked[special] = math.inf
+    lo = float(masked.min())
+    masked[special] = -math.inf
+    return lo, float(masked.max())
+
+
 def _bin_moments(qm: torch.Tensor, sigma: torch.Tensor, b: torch.Tensor, bins: int) -> torch.Tensor:
     """[TERMS, bins] m[j, b] = sum over the bin's tokens of q sigma^j / j!."""
     out = torch.zeros(TERMS, bins, dtype=torch.float64)
@@ -183,34 +226,31 @@ def _bin_moments(qm: torch.Tensor, sigma: torch.Tensor, b: torch.Tensor, bins: i
     return out / FACTORIALS[:, None]
 
 
-def _grid(lo: float, hi: float, log_c: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """y = t c [T, bins] on the log t nodes, from a t <= T_LO for the largest weight to t a >= 40 for
-    the smallest, and e^{-y}; both zeroed where y > Y_MAX (those terms are below e^{-39})."""
+def _grid(lo: float, hi: float, bins: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The values y = t c of every (log t node, bin centre) pair on one 1-D grid, as STEP = RATIO bins:
+    y[i, b] = y_1d[RATIO i + b]. Nodes run from a t <= T_LO for the largest weight to t a >= 40 for the
+    smallest. Returns e^{-y} (-y)^j / j! [TERMS, L] and y [L], both zero where y > Y_MAX (terms below
+    e^{-39}), and the 1-D positions of the t nodes [T]."""
     start, stop = math.log(T_LO) - hi, math.log(Y_MAX) - lo
-    log_t = start + STEP * torch.arange(math.ceil((stop - start) / STEP) + 1, dtype=torch.float64)  # [T]
-    y = torch.exp(log_t[:, None] + log_c[None, :])
+    count = math.ceil((stop - start) / STEP) + 1  # T
+    log_y = start + lo + 0.5 * BIN + BIN * torch.arange(RATIO * (count - 1) + bins, dtype=torch.float64)
+    y = torch.exp(log_y)  # [L]
     live = (y <= Y_MAX).double()
     y = y * live
-    e = torch.exp(-y) * live
-    return y, e
+    powers = torch.empty(TERMS, y.shape[0], dtype=torch.float64)
+    powers[0] = torch.exp(-y) * live
+    for j in range(1, TERMS):
+        powers[j] = powers[j - 1] * (-y / j)
+    return powers, y, RATIO * torch.arange(count)
 
 
-def _taylor_sum(moments: torch.Tensor, neg_y: torch.Tensor) -> torch.Tensor:
-    """[T, bins] sum_j moments[j, b] (-y)^j (Horner) = sum over the bin of q e^{-y sigma}."""
-    acc = moments[TERMS - 1].expand_as(neg_y)
-    for j in range(TERMS - 2, -1, -1):
-        acc = torch.addcmul(moments[j], acc, neg_y)
-    return acc
-
-
-def _bump_coefficients(f: torch.Tensor, neg_y: torch.Tensor) -> torch.Tensor:
-    """[TERMS, bins] C[j, b] = sum_t f[t, b] (-y)^j / j!: the bump t a e^{-t a} expanded in sigma."""
-    out = torch.empty(TERMS, neg_y.shape[1], dtype=torch.float64)
-    term = f
-    for j in range(TERMS):
-        out[j] = term.sum(dim=0) / math.factorial(j)
-        term = term * neg_y
-    return out
+def _correlate(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """c[j, s] = sum_n a[j, n] b[j, s + n] for s >= 0, by FFT (a [J or 1, n_a], b [J, L] with n_a <= L;
+    rows broadcast). The grids are a few thousand long: this replaces [T, bins] Horner passes.
+    Rounding: absolute errors ~1e-16 x |a| |b|, far below the quadrature's 1e-13."""
+    size = 1 << (b.shape[1] + a.shape[1]).bit_length()
+    spectrum = torch.fft.rfft(b, size) * torch.fft.rfft(a, size).conj()
+    return torch.fft.irfft(spectrum, size)[:, : b.shape[1]]
 
 
 def _sd_test(p: torch.Tensor, xs: Sequence[int], chosen: int, law: InducedLaw) -> Test:
