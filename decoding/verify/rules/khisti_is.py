@@ -245,10 +245,12 @@ def _grid(lo: float, hi: float, bins: int) -> tuple[torch.Tensor, torch.Tensor, 
 
 
 def _correlate(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """c[j, s] = sum_n a[j, n] b[j, s + n] for s >= 0, by FFT (a [J or 1, n_a], b [J, L] with n_a <= L;
+    """c[j, s] = sum_n a[j, n] b[j, s + n] for the lags s the callers read, by FFT (a [J or 1, n_a], b [J, L];
     rows broadcast). The grids are a few thousand long: this replaces [T, bins] Horner passes.
+    A circular transform of size >= L wraps nothing here: every pair the callers use has s + n < L
+    (moments: s = RATIO i, n < bins; coefficients: s < bins, n = RATIO i).
     Rounding: absolute errors ~1e-16 x |a| |b|, far below the quadrature's 1e-13."""
-    size = 1 << (b.shape[1] + a.shape[1]).bit_length()
+    size = 1 << (b.shape[1] - 1).bit_length()
     spectrum = torch.fft.rfft(b, size) * torch.fft.rfft(a, size).conj()
     return torch.fft.irfft(spectrum, size)[:, : b.shape[1]]
 
