@@ -177,10 +177,7 @@ class _Fit(NamedTuple):
         if self.coeff is None or self.placed is None:
             return self.law(q, w)
         special, b, sigma = self.placed
-        poly = self.coeff[TERMS - 1].index_select(0, b)  # [V]
-        for j in range(TERMS - 2, -1, -1):
-            poly = torch.addcmul(self.coeff[j].index_select(0, b), poly, sigma)
-        r = torch.addcmul(poly, poly, sigma).add_(self.g_inf).mul_(q).mul_(self.k)  # k q (g_inf + (1 + sigma) poly)
+        r = self._horner(b, sigma, q)  # [V]
         w_s, q_s = w[special], q[special]
         factor = torch.full_like(q_s, float(self.k)).masked_fill_(w_s == 0, self.g_inf)  # [s] float64
         r[special] = q_s * factor  # weight 0: only the all-zero tuples select it; huge weights: always
@@ -198,10 +195,15 @@ class _Fit(NamedTuple):
         if self.coeff is None:
             return r
         b, sigma = self.place(torch.log(w * mid + (1.0 - mid)))
-        poly = self.coeff[TERMS - 1].index_select(0, b)  # [n] Horner in sigma, one bin row per token
+        return r + self._horner(b, sigma, q) * mid
+
+    def _horner(self, b: torch.Tensor, sigma: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+        """k q (g_inf + (1 + sigma) poly(sigma)) [n], one bin row per token: ONE operation order for the
+        one-token and the full-vocabulary paths, so a cached law gives bit-identical tests."""
+        poly = self.coeff[TERMS - 1].index_select(0, b)  # [n]
         for j in range(TERMS - 2, -1, -1):
             poly = torch.addcmul(self.coeff[j].index_select(0, b), poly, sigma)
-        return r + self.k * q * mid * (self.g_inf + (1.0 + sigma) * poly)
+        return torch.addcmul(poly, poly, sigma).add_(self.g_inf).mul_(q).mul_(self.k)
 
 
 def _log_range(log_w: torch.Tensor, special: torch.Tensor) -> tuple[float, float]:
