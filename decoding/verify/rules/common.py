@@ -107,6 +107,14 @@ def final_residual(r: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
     return p.clone()
 
 
+def normalised_residual_(r: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+    """`final_residual` dividing IN PLACE (r must be a fresh tensor the caller owns): no second [V] tensor."""
+    total = float(r.sum())
+    if total > EPS_MASS:
+        return r if abs(total - 1.0) <= 1e-12 else r.div_(total)
+    return p.clone()
+
+
 def normalised_(v: torch.Tensor) -> torch.Tensor:
     """v / sum(v) IN PLACE (v must be a fresh tensor the caller owns); zeros when it holds no mass."""
     total = float(v.sum())

@@ -40,9 +40,9 @@ from typing import NamedTuple
 
 import torch
 
-from decoding.verify.rules.common import Event, Final, Test, Update, final_residual, prepare, run_chain
+from decoding.verify.rules.common import Event, Final, Test, Update, normalised_residual_, prepare, run_chain
 from decoding.verify.rules.node_cache import NodeCache
-from decoding.verify.sampling import draw, positive_part
+from decoding.verify.sampling import draw
 from decoding.verify.verdict import NodeVerdict
 
 W_LO = 1e-14
@@ -59,7 +59,8 @@ FACTORIALS = torch.tensor([math.factorial(j) for j in range(TERMS)], dtype=torch
 
 def sir_weights(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     """[V] importance weights w = p/q on supp q (0 elsewhere and below W_LO), capped to stay finite."""
-    w = p / q.clamp(min=1e-300)  # [V] finite: p <= 1 and q >= 1e-300 in the division
+    w = q.clamp(min=1e-300)  # [V] one fresh tensor, divided in place: p <= 1 and q >= 1e-300 keep it finite
+    torch.div(p, w, out=w)
     w.mul_(q > 0)  # in place on our own tensor: 0 off the support of q
     return w.mul_(w > W_LO).clamp_(max=1e300)
 
@@ -159,7 +160,7 @@ class _Fit(NamedTuple):
         bins = max(1, math.ceil((hi - lo) / BIN))
         log_c = lo + (torch.arange(bins, dtype=torch.float64) + 0.5) * BIN  # [bins]
         fit = _Fit(k, z ** (k - 1), lo, bins, log_c, None)
-        b, sigma = fit.place(log_w)
+        b, sigma = fit.place(log_w)  # sigma is log_w's memory
         sigma[special] = 0.0  # keeps sigma finite (no inf * 0 in the moments)
         qm = q.clone()  # [V] q of the tokens in (0, W_HI]
         qm[special] = 0.0
@@ -184,9 +185,12 @@ class _Fit(NamedTuple):
         return r
 
     def place(self, log_w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Bin index [n] and relative offset sigma = w/c - 1 [n] of each log weight."""
-        b = torch.sub(log_w, self.lo).div_(BIN).floor_().clamp_(0, self.bins - 1).long()  # -inf goes to bin 0
-        return b, torch.sub(log_w, self.log_c.index_select(0, b)).expm1_()
+        """Bin index [n] and relative offset sigma = w/c - 1 [n] of each log weight. CONSUMES log_w: sigma
+        is written into it (a fresh [V] tensor costs page faults here, more than the arithmetic)."""
+        scratch = torch.sub(log_w, self.lo).div_(BIN).floor_().clamp_(0, self.bins - 1)  # -inf goes to bin 0
+        b = scratch.long()
+        centre = torch.index_select(self.log_c, 0, b, out=scratch)  # [n]
+        return b, log_w.sub_(centre).expm1_()
 
     def law(self, q: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
         """r at the given tokens (q [n], w [n]): weight 0, weight in (0, W_HI], weight > W_HI."""
@@ -201,9 +205,12 @@ class _Fit(NamedTuple):
         """k q (g_inf + (1 + sigma) poly(sigma)) [n], one bin row per token: ONE operation order for the
         one-token and the full-vocabulary paths, so a cached law gives bit-identical tests."""
         poly = self.coeff[TERMS - 1].index_select(0, b)  # [n]
+        scratch = torch.empty_like(poly)  # two buffers for the whole evaluation: no fresh tensor per term
         for j in range(TERMS - 2, -1, -1):
-            poly = torch.addcmul(self.coeff[j].index_select(0, b), poly, sigma)
-        return torch.addcmul(poly, poly, sigma).add_(self.g_inf).mul_(q).mul_(self.k)
+            torch.index_select(self.coeff[j], 0, b, out=scratch).addcmul_(poly, sigma)
+            poly, scratch = scratch, poly
+        torch.mul(poly, sigma, out=scratch)
+        return poly.add_(scratch).add_(self.g_inf).mul_(q).mul_(self.k)
 
 
 def _log_range(log_w: torch.Tensor, special: torch.Tensor) -> tuple[float, float]:
@@ -221,10 +228,10 @@ def _log_range(log_w: torch.Tensor, special: torch.Tensor) -> tuple[float, float
 def _bin_moments(qm: torch.Tensor, sigma: torch.Tensor, b: torch.Tensor, bins: int) -> torch.Tensor:
     """[TERMS, bins] m[j, b] = sum over the bin's tokens of q sigma^j / j!."""
     out = torch.zeros(TERMS, bins, dtype=torch.float64)
-    term = qm
+    term = qm  # the caller's own copy: multiplied in place
     for j in range(TERMS):
         out[j].scatter_add_(0, b, term)  # cheaper than bincount, which scans for min and max
-        term = term * sigma
+        term.mul_(sigma)
     return out / FACTORIALS[:, None]
 
 
@@ -283,7 +290,8 @@ class _Node:
 
     def residual(self) -> torch.Tensor:
         if self._residual is None:
-            self._residual = final_residual(positive_part(self.p - self.law.full()), self.p)
+            r = torch.sub(self.p, self.law.full()).clamp_(min=0.0)  # [V] (p - r)_+, our own tensor
+            self._residual = normalised_residual_(r, self.p)
         return self._residual
 
 

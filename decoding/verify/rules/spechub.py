@@ -28,7 +28,7 @@ from decoding.verify.rules.common import (
     Event,
     Final,
     Test,
-    final_residual,
+    normalised_residual_,
     restricted,
 )
 
@@ -63,7 +63,7 @@ def _masses(p: torch.Tensor, q: torch.Tensor, a: int) -> HubMasses:
     r_ia = float(diff.neg_().clamp_(min=0.0).sum())  # sum over i != a of (q - p)_+
     q_ai = _hub_partners(q, a)  # [V]
     gap = q_ai - p1  # [V]
-    r_ai = float(gap.clamp(min=0.0).sum())
+    r_ai = float(torch.clamp(gap, min=0.0, out=diff).sum())  # diff's memory reused: no fresh [V] tensor
     return HubMasses(q_ai, p1, r_ai, r_ia, gap.neg_().clamp_(min=0.0))
 
 
@@ -95,7 +95,7 @@ def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event
         m = _masses(p, q, a)
         yield Test(1, i, float(m.p1[i]), float(m.q_ai[i]), "p1(x)/Qai(x)")
         yield Test(0, a, pa, m.r_ai, "p(a)/R_ai")
-    yield Final(final_residual(m.residual, p))  # zero at the hub
+    yield Final(normalised_residual_(m.residual, p))  # zero at the hub
 
 
 def acceptance(p: torch.Tensor, q: torch.Tensor, k: int) -> float:

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 
 import torch
 
-from decoding.verify.rules.common import Event, Final, Test, final_residual
+from decoding.verify.rules.common import Event, Final, Test, normalised_residual_
 from decoding.verify.rules.sd import skip_note
 
 BUCKETS = 1024
@@ -40,7 +40,8 @@ def division_factor(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
 
 def _damped(p: torch.Tensor, q: torch.Tensor, rho: float) -> tuple[torch.Tensor, float]:
     """[V] min(q, p/rho) and its sum beta(rho): computed once, shared by the root check and the residual."""
-    damped = torch.minimum(q, p / rho)  # [V]
+    damped = torch.div(p, rho)  # [V] one fresh tensor (page faults cost more than the arithmetic here)
+    torch.minimum(q, damped, out=damped)
     return damped, float(damped.sum())
 
 
@@ -50,10 +51,11 @@ def _root(p: torch.Tensor, q: torch.Tensor, k: int) -> tuple[float, tuple[torch.
         return 1.0, None  # f <= 0 on [1, k]
     # w = p/q; q = 0 gives a huge finite w (bucket B+1, where its q = 0 counts nowhere) and p = 0 gives
     # w = 0 (bucket 0, where its p = 0 counts nowhere): no masks needed
-    w = p / q.clamp(min=1e-300)  # [V]
+    w = q.clamp(min=1e-300)  # [V] w = p/q, divided in place
+    torch.div(p, w, out=w)
     # bucket 0: w < 1; bucket j in 1..B: edges[j-1] <= w < edges[j] (up to rounding); B+1: w >= k
     scale = BUCKETS / (k - 1)
-    bucket = torch.mul(w, scale).sub_(scale - 1.0).floor_().clamp_(0, BUCKETS + 1).long()  # [V]
+    bucket = w.mul_(scale).sub_(scale - 1.0).floor_().clamp_(0, BUCKETS + 1).long()  # [V]; w is consumed
     p_sum = torch.zeros(BUCKETS + 2, dtype=torch.float64).scatter_add_(0, bucket, p)  # [B+2] per-bucket mass
     q_sum = torch.zeros(BUCKETS + 2, dtype=torch.float64).scatter_add_(0, bucket, q)
     edges = torch.linspace(1.0, float(k), BUCKETS + 1, dtype=torch.float64)  # [B+1]
@@ -66,8 +68,10 @@ def _root(p: torch.Tensor, q: torch.Tensor, k: int) -> tuple[float, tuple[torch.
     if j == BUCKETS:
         return float(k), None
     inside = torch.nonzero(bucket == j + 1).flatten()  # the breakpoints in (edges[j], edges[j+1])
+    p_in, q_in = p[inside], q[inside]
     rho = _solve_in_bucket(
-        w[inside], p[inside], q[inside], float(edges[j]), float(edges[j + 1]), float(above_q[j]), float(below_p[j]), k
+        p_in / q_in.clamp(min=1e-300), p_in, q_in,
+        float(edges[j]), float(edges[j + 1]), float(above_q[j]), float(below_p[j]), k,
     )
     return _at_or_above_root(p, q, rho, k)
 
@@ -134,7 +138,7 @@ def kseq_residual(p: torch.Tensor, q: torch.Tensor, rho: float, k: int, damped: 
     if not b > 0:
         return p.clone()  # no overlap: nothing is ever accepted (a copy: verdicts never alias inputs)
     accepted = torch.add(p, damped, alpha=-(1.0 - (1.0 - b) ** k) / b)  # [V] p - P(y emitted by acceptance)
-    return final_residual(accepted.clamp_(min=0.0), p)
+    return normalised_residual_(accepted.clamp_(min=0.0), p)
 
 
 def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int], rho: float | None = None) -> Iterator[Event]:
