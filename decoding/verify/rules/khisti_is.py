@@ -15,7 +15,11 @@ Computing r (no Monte Carlo):
   converges geometrically (error ~ e^{-pi^2/0.3} ~ 1e-14); the grid spans every token's bump. All
   e^{-t w} are evaluated by binning tokens on log w (width 0.05) and expanding e^{-t w} around each
   bin centre to 10 Taylor terms (e^{-y} (y sigma)^j / j! <= sigma^j / sqrt(2 pi j), |sigma| <= 0.026),
-  so the cost is a few [T, bins] passes and 10 [V] passes instead of V x T exponentials.
+  so the cost is a few [T, bins] contractions and 10 [V] passes instead of V x T exponentials. The
+  trapezoid step is exactly 6 bins, so t c lies on ONE geometric 1-D grid and both [T, bins]
+  contractions (the Laplace transform, the bump coefficients) are correlations, done by FFT.
+  The full [V] law reuses the fit's bins and sigmas, and the [V] work is done in place: at
+  V = 49152 a fresh tensor's page faults cost more than its arithmetic.
   Checked against enumeration and against the direct V x T quadrature in tests/test_verifiers_khisti.py
   (agreement ~1e-13; the total of r, exactly 1 for the true law, is 1 within 1e-12). The fit is done
   once per node; the accept test evaluates r at the selected token only, the whole [V] law is built
