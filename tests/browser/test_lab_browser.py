@@ -5,14 +5,10 @@ probability, the bars are redrawn. Screenshots: tests/output/lab_preset.png and 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from tests.browser.test_browser import CHROMIUM, CHROMIUM_ARGS, OUTPUT, ROOT, free_port, wait_until_up
+from tests.served import OUTPUT, ROOT, TOY, opened, served
 
 pytestmark = pytest.mark.browser
 PLOT = "#lab-node-plot .js-plotly-plot"
@@ -21,40 +17,17 @@ FIRST_BARS = f"() => {{ const el = document.querySelector('{PLOT}'); return el &
 
 @pytest.fixture(scope="module")
 def lab_app(tmp_path_factory):
-    OUTPUT.mkdir(parents=True, exist_ok=True)
     bad = tmp_path_factory.mktemp("lab") / "broken_verifier.py"
     bad.write_text("LAW = 'iid'\ndef verify(:\n")
-    port = free_port()
-    env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", "SPECSCOPE_DEVICE": "cpu"}
-    log_path = OUTPUT / "lab_app.log"
-    log = open(log_path, "w", encoding="utf-8")
-    cmd = [sys.executable, "app.py", "--pair", "toy", "--no-preload", "--host", "127.0.0.1", "--port", str(port),
-           "--verifier-file", str(ROOT / "assets" / "examples" / "wrong_verifier.py"), "--verifier-file", str(bad)]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/"
-    try:
-        wait_until_up(url, proc)
-        yield url, log_path
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+    good = ROOT / "assets" / "examples" / "wrong_verifier.py"
+    with served(*TOY, "--verifier-file", str(good), "--verifier-file", str(bad), log_name="lab_app.log") as server:
+        yield server.url, server.log
 
 
 @pytest.fixture(scope="module")
-def page(lab_app):
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (requirements-dev.txt)")
-    assert Path(CHROMIUM).exists(), "Debian's chromium is missing: apt-get install -y chromium"
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1300, "height": 1500})
-        page.goto(lab_app[0])
-        page.wait_for_selector("#step-btn", timeout=60_000)
+def page(browser, lab_app):
+    with opened(browser, lab_app[0], width=1300, height=1500) as page:
         yield page
-        browser.close()
 
 
 def _bars(page) -> list[float]:

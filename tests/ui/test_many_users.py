@@ -14,7 +14,8 @@ import pytest
 
 import app
 from decoding.run.schema import trace_to_json
-from tests.ui.served import AppSession, served
+from tests.served import TOY, served
+from tests.ui.app_session import AppSession
 from ui import controls as ui_controls
 from ui import trace_io
 
@@ -76,12 +77,12 @@ def resident_kib(pid: int) -> int:
 
 @pytest.fixture(scope="module")
 def server():
-    with served(log_name="app-many-users.log") as address_and_pid:
-        yield address_and_pid
+    with served(*TOY, log_name="app-many-users.log") as launched:
+        yield launched
 
 
 def test_eight_users_at_once_each_get_their_own_run_and_memory_stays_flat(server):
-    url, pid = server
+    url, pid = server.url, server.pid
     expected = [alone(user) for user in range(USERS)]
     assert len({json.dumps(trace, sort_keys=True) for _, trace in expected}) == USERS  # the users differ
     first = round_of_users(url)
@@ -96,7 +97,7 @@ def test_eight_users_at_once_each_get_their_own_run_and_memory_stays_flat(server
 
 
 def test_reset_leaves_the_session_with_no_run(server):
-    session = AppSession(server[0])
+    session = AppSession(server.url)
     for n in (1, 2, 3):
         assert f"Step {n} of {n}" in session.step(settings(0))
     assert session.client.predict(api_name="/reset")[0].startswith("Reset.")

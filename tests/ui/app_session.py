@@ -1,0 +1,49 @@
+"""A browser-less user of a served app: a `gradio_client` session that calls the Step and Run endpoints with
+Controls field names. The endpoint's parameters come from the app's own API info, each control found by its
+widget's label; every other parameter (an option widget, e.g. the compare view's) gets the default the API
+info gives, as a page that never touched it sends, so a new option widget does not break the callers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gradio_client import Client
+from gradio_client.client import Job
+
+import app
+
+_, _VIEWS = app.build_page("toy")
+LABELS = {name: widget.label for name, widget in _VIEWS.controls.items()}  # Controls field -> widget label
+DECODING = ("/step", "/run")  # the endpoints that read every control
+
+
+class AppSession:
+    """One user: a Client (its own session and gr.State on the server)."""
+
+    def __init__(self, url: str) -> None:
+        self.client = Client(url, verbose=False, download_files=False)
+        named = self.client.view_api(return_format="dict", print_info=False)["named_endpoints"]
+        self.parameters = {endpoint: named[endpoint]["parameters"] for endpoint in DECODING}
+        for endpoint, parameters in self.parameters.items():
+            labels = [p["label"] for p in parameters]
+            missing = [label for label in LABELS.values() if labels.count(label) != 1]
+            assert not missing, f"{endpoint} does not take each control once: {missing} in {labels}"
+
+    def arguments(self, endpoint: str, controls: dict[str, Any]) -> list[Any]:
+        """The endpoint's positional arguments: these raw control values, the API's defaults elsewhere."""
+        by_label = {LABELS[name]: value for name, value in controls.items()}
+        return [by_label[p["label"]] if p["label"] in by_label else p.get("parameter_default")
+                for p in self.parameters[endpoint]]
+
+    def call(self, endpoint: str, controls: dict[str, Any]) -> tuple:
+        """Step or Run with these raw control values (by Controls field name); the endpoint's outputs."""
+        result = self.client.predict(*self.arguments(endpoint, controls), api_name=endpoint)
+        return result if isinstance(result, tuple) else (result,)
+
+    def submit(self, endpoint: str, controls: dict[str, Any]) -> Job:
+        """Start Step or Run without waiting (a Run streams one output per step)."""
+        return self.client.submit(*self.arguments(endpoint, controls), api_name=endpoint)
+
+    def step(self, controls: dict[str, Any]) -> str:
+        """The status line after one Step (the endpoint's first output)."""
+        return self.call("/step", controls)[0]
