@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from tests.served import OUTPUT, ROOT, opened
+from tests.served import OUTPUT, ROOT, open_tab, opened
 
 pytestmark = pytest.mark.browser
 
@@ -83,7 +83,7 @@ def test_export_then_import_through_the_page(page, tmp_path):
     page.click("#reset-btn")
     page.click("#step-btn")
     page.wait_for_function("document.querySelector('#status')?.innerText.includes('Step 1 of 1')", timeout=60_000)
-    page.get_by_role("tab", name="Trace: export / import").click()
+    open_tab(page, "Trace: export / import")
     page.click("#export-btn")
     link = page.wait_for_selector("#trace-file a[href]", timeout=30_000)
     href = link.get_attribute("href")

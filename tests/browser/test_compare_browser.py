@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.served import OUTPUT, opened
+from tests.served import OUTPUT, open_tab, opened
 
 pytestmark = pytest.mark.browser
 FOUR = ["spectr", "pointmass", "hu_greedy", "rrs"]  # with the run verifier rrs_wor: five columns
@@ -36,7 +36,7 @@ def pick(page, keys: list[str]) -> None:
 
 
 def test_four_verifiers_on_one_step_are_drawn(page):
-    page.get_by_role("tab", name="Compare verifiers").click()
+    open_tab(page, "Compare verifiers")
     page.locator("#compare-on input[type=checkbox]").check()
     pick(page, FOUR)
     assert page.locator("#compare-verifiers .token").count() == 4

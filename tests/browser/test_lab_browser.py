@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tests.served import OUTPUT, ROOT, TOY, opened, served
+from tests.served import OUTPUT, ROOT, TOY, open_tab, opened, served
 
 pytestmark = pytest.mark.browser
 PLOT = "#lab-node-plot .js-plotly-plot"
@@ -51,14 +51,14 @@ def _wait_bars(page, n: int, first: float | None = None) -> None:
 def test_a_bad_verifier_file_is_reported_and_the_built_ins_served(lab_app, page):
     assert "--verifier-file ignored" in lab_app[1].read_text() and "syntax error" in lab_app[1].read_text()
     assert "--verifier-file ignored" in page.inner_text("body")
-    page.get_by_role("tab", name="Verifier lab").click()
+    open_tab(page, "Verifier lab")
     page.wait_for_selector(PLOT, timeout=60_000)
     boxes = page.inner_text("#lab-verifiers")
     assert "rrs_wor" in boxes and "wrong_rrs_dedup [custom]" in boxes and "greedy [lossy]" in boxes
 
 
 def test_preset_then_one_edit_redraws_the_bars(page):
-    page.get_by_role("tab", name="Verifier lab").click()
+    open_tab(page, "Verifier lab")
     _wait_bars(page, 4)  # the worked example: A B C D
     page.click("#lab-preset input")
     page.get_by_role("option", name="context3").click()
@@ -85,7 +85,7 @@ def test_preset_then_one_edit_redraws_the_bars(page):
 
 
 def test_sequence_level_certify_shows_a_lossy_verifier_off(page):
-    page.get_by_role("tab", name="Verifier lab").click()
+    open_tab(page, "Verifier lab")
     page.click("#lab-seq-verifier input")
     page.get_by_role("option", name="typical [lossy]").click()
     page.click("#lab-certify-btn")

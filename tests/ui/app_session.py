@@ -5,6 +5,8 @@ info gives, as a page that never touched it sends, so a new option widget does n
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from gradio_client import Client
@@ -47,3 +49,21 @@ class AppSession:
     def step(self, controls: dict[str, Any]) -> str:
         """The status line after one Step (the endpoint's first output)."""
         return self.call("/step", controls)[0]
+
+    def exported(self) -> dict | None:
+        """The session's trace as the Export button writes it (timings stripped: `comparable`); None when
+        the session holds no trace."""
+        file, _ = self.client.predict(api_name="/export")
+        if file is None:
+            return None
+        path = file["path"] if isinstance(file, dict) else file
+        return comparable(Path(path).read_text(encoding="utf-8"))
+
+
+def comparable(trace_json: str) -> dict:
+    """The trace without its wall-clock times (the only fields that may differ between two runs)."""
+    def strip(value):
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if not (k.endswith("_ms") or k == "seconds")}
+        return [strip(v) for v in value] if isinstance(value, list) else value
+    return strip(json.loads(trace_json))

@@ -15,7 +15,7 @@ import pytest
 import app
 from decoding.run.schema import trace_to_json
 from tests.served import TOY, served
-from tests.ui.app_session import AppSession
+from tests.ui.app_session import AppSession, comparable
 from ui import controls as ui_controls
 from ui import trace_io
 
@@ -31,15 +31,6 @@ BASE = dict(pair="toy", target=None, draft=None, shape="branching per level", br
 def settings(user: int) -> dict:
     return {**BASE, "prompt": PROMPTS[user], "seed": 100 + user, "verifier": VERIFIERS[user % len(VERIFIERS)],
             "branching": "1,1,1" if VERIFIERS[user % len(VERIFIERS)] == "sd" else "3,2"}
-
-
-def comparable(trace_json: str) -> dict:
-    """The trace without its wall-clock times (the only fields that may differ between two runs)."""
-    def strip(value):
-        if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items() if not (k.endswith("_ms") or k == "seconds")}
-        return [strip(v) for v in value] if isinstance(value, list) else value
-    return strip(json.loads(trace_json))
 
 
 def alone(user: int) -> tuple[str, dict]:
@@ -58,9 +49,7 @@ def served_user(url: str, user: int) -> tuple[str, dict]:
     status = ""
     for _ in range(STEPS):
         status = session.step(settings(user))
-    exported, _ = session.client.predict(api_name="/export")
-    path = exported["path"] if isinstance(exported, dict) else exported
-    return status, comparable(Path(path).read_text(encoding="utf-8"))
+    return status, session.exported()
 
 
 def round_of_users(url: str) -> list[tuple[str, dict]]:
