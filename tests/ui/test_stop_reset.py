@@ -66,30 +66,41 @@ def wait_for_outputs(job, n: int, timeout_s: float = 300) -> float:
     return max(took, time.monotonic() - last)
 
 
-def uninterrupted(n: int) -> dict:
-    """The same settings stepped `n` times in this process, never stopped (its own run cache)."""
+def next_steps(n: int) -> tuple[dict, dict]:
+    """The traces of step n+1 after n uninterrupted Steps of the same settings in this process: (taken from
+    the live run kept in a run cache, rebuilt from the plain state after n steps).
+
+    Both are the run's next step: the server takes the first when the stopped Run put a live run matching
+    the session back in its cache, else the second. They can differ: the embedded int8 draft quantizes
+    activations per forward, so a draft re-prefilled in one forward gives a slightly different q."""
     _, views = app.build_page("embedded")
+
+    def step(session, runs):
+        return ui_controls.step(views, views.inputs(session, **SETTINGS), progress=None, runs=runs)[views.state]
+
     runs, session = RunCache(), None
     for _ in range(n):
-        session = ui_controls.step(views, views.inputs(session, **SETTINGS), progress=None, runs=runs)[views.state]
-    return comparable(trace_to_json(session.trace))
+        session = step(session, runs)
+    return tuple(comparable(trace_to_json(step(session, cache).trace)) for cache in (runs, None))
 
 
 def test_stop_halts_the_run_within_a_step_the_next_step_continues_it_and_reset_frees_it(served_app):
     url, runs = served_app
     session = AppSession(url)
     running = session.submit("/run", SETTINGS)
-    step_s = wait_for_outputs(running, 3)  # the run is under way
+    step_s = wait_for_outputs(running, 2)  # the run is under way
     assert press_stop(session, running) >= 1, "the Stop button cancels nothing"
     at_cancel = steps_of(session)
     time.sleep(4 * step_s + 1.0)  # an uncancelled run would take several more steps meanwhile
     stopped = steps_of(session)
-    assert 3 <= at_cancel <= stopped <= at_cancel + 1, (at_cancel, stopped)
+    assert 2 <= at_cancel <= stopped <= at_cancel + 1, (at_cancel, stopped)
     assert len(runs) <= 1  # at most this session's run
 
     status = session.step(SETTINGS)  # the same controls: the stopped run goes on
     assert "⚠️" not in status and f"Step {stopped + 1} of {stopped + 1}" in status, status
-    assert session.exported() == uninterrupted(stopped + 1)
+    continued = session.exported()
+    assert continued in next_steps(stopped), \
+        "the Step after Stop is not the stopped run's next step"
     assert len(runs) == 1  # kept warm for the next Step
 
     assert session.client.predict(api_name="/reset")[0].startswith("Reset.")
