@@ -32,10 +32,7 @@ class AppSession:
             assert not missing, f"{endpoint} does not take each control once: {missing} in {labels}"
 
     def arguments(self, endpoint: str, controls: dict[str, Any]) -> list[Any]:
-        """The endpoint's positional arguments: these raw control values, the API's defaults elsewhere."""
-        by_label = {LABELS[name]: value for name, value in controls.items()}
-        return [by_label[p["label"]] if p["label"] in by_label else p.get("parameter_default")
-                for p in self.parameters[endpoint]]
+        return arguments(self.parameters[endpoint], controls)
 
     def call(self, endpoint: str, controls: dict[str, Any]) -> tuple:
         """Step or Run with these raw control values (by Controls field name); the endpoint's outputs."""
@@ -58,6 +55,13 @@ class AppSession:
             return None
         path = file["path"] if isinstance(file, dict) else file
         return comparable(Path(path).read_text(encoding="utf-8"))
+
+
+def arguments(parameters: list[dict], controls: dict[str, Any]) -> list[Any]:
+    """An endpoint's positional arguments (`parameters`: its view_api entries): these raw control values by
+    Controls field name, each other parameter's default from the API info."""
+    by_label = {LABELS[name]: value for name, value in controls.items()}
+    return [by_label[p["label"]] if p["label"] in by_label else p.get("parameter_default") for p in parameters]
 
 
 def comparable(trace_json: str) -> dict:
