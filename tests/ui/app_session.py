@@ -13,6 +13,9 @@ from gradio_client import Client
 from gradio_client.client import Job
 
 import app
+from decoding.run.schema import trace_to_json
+from ui import controls as ui_controls
+from ui.run_cache import RunCache
 
 _, _VIEWS = app.build_page("toy")
 LABELS = {name: widget.label for name, widget in _VIEWS.controls.items()}  # Controls field -> widget label
@@ -71,3 +74,23 @@ def comparable(trace_json: str) -> dict:
             return {k: strip(v) for k, v in value.items() if not (k.endswith("_ms") or k == "seconds")}
         return [strip(v) for v in value] if isinstance(value, list) else value
     return strip(json.loads(trace_json))
+
+
+def stepped_alone(pair: str, controls: dict[str, Any], steps: int) -> tuple[str, dict]:
+    """`controls` stepped `steps` times through the handlers in this process, alone, with a run cache of its
+    own as the server has (a cached and a rebuilt embedded run agree only to rounding): (last status, trace)."""
+    _, views = app.build_page(pair)
+    runs, session, status = RunCache(), None, ""
+    for _ in range(steps):
+        out = views.named(ui_controls.step(views, views.inputs(session, **controls), progress=None, runs=runs))
+        session, status = out.session, out.status
+    return status, comparable(trace_to_json(session.trace))
+
+
+def stepped_remotely(url: str, controls: dict[str, Any], steps: int) -> tuple[str, dict]:
+    """One remote user: `steps` Steps with `controls`, then Export: (last status, the exported trace)."""
+    session = AppSession(url)
+    status = ""
+    for _ in range(steps):
+        status = session.step(controls)
+    return status, session.exported()

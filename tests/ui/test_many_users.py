@@ -15,7 +15,7 @@ import pytest
 import app
 from decoding.run.schema import trace_to_json
 from tests.served import TOY, served
-from tests.ui.app_session import AppSession, comparable
+from tests.ui.app_session import AppSession, stepped_alone, stepped_remotely
 from ui import controls as ui_controls
 from ui import trace_io
 
@@ -34,22 +34,12 @@ def settings(user: int) -> dict:
 
 
 def alone(user: int) -> tuple[str, dict]:
-    """The same settings, stepped alone through the handlers in this process: (last status, trace)."""
-    _, views = app.build_page("toy")
-    session, status = None, ""
-    for _ in range(STEPS):
-        out = views.named(ui_controls.step(views, views.inputs(session, **settings(user)), progress=None))
-        session, status = out.session, out.status
-    return status, comparable(trace_to_json(session.trace))
+    """The same settings stepped alone through the handlers in this process: (last status, trace)."""
+    return stepped_alone("toy", settings(user), STEPS)
 
 
 def served_user(url: str, user: int) -> tuple[str, dict]:
-    """One remote user: STEPS Steps, then Export; (last status, trace of the exported file)."""
-    session = AppSession(url)
-    status = ""
-    for _ in range(STEPS):
-        status = session.step(settings(user))
-    return status, session.exported()
+    return stepped_remotely(url, settings(user), STEPS)
 
 
 def round_of_users(url: str) -> list[tuple[str, dict]]:

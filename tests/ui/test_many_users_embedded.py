@@ -14,11 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 import app
-from decoding.run.schema import trace_to_json
 from tests.served import served_here
-from tests.ui.app_session import AppSession, comparable
-from ui import controls as ui_controls
-from ui.run_cache import RunCache
+from tests.ui.app_session import stepped_alone, stepped_remotely
 
 pytestmark = pytest.mark.slow  # loads the embedded model; 20 Steps alone, then 20 at once
 USERS, STEPS = 4, 5
@@ -35,25 +32,12 @@ def settings(user: int) -> dict:
 
 
 def alone(user: int) -> tuple[str, dict]:
-    """The same settings stepped alone through the handlers in this process: (last status, trace).
-
-    With a run cache of its own, as the server has: a cached run and a rebuilt one agree only to float
-    rounding (a re-prefilled KV cache), so the reference takes the server's path."""
-    _, views = app.build_page("embedded")
-    runs, session, status = RunCache(), None, ""
-    for _ in range(STEPS):
-        out = views.named(ui_controls.step(views, views.inputs(session, **settings(user)), progress=None, runs=runs))
-        session, status = out.session, out.status
-    return status, comparable(trace_to_json(session.trace))
+    """The same settings stepped alone through the handlers in this process: (last status, trace)."""
+    return stepped_alone("embedded", settings(user), STEPS)
 
 
 def served_user(url: str, user: int) -> tuple[str, dict]:
-    """One remote user: STEPS Steps, then Export; (last status, the exported trace)."""
-    session = AppSession(url)
-    status = ""
-    for _ in range(STEPS):
-        status = session.step(settings(user))
-    return status, session.exported()
+    return stepped_remotely(url, settings(user), STEPS)
 
 
 @pytest.fixture(scope="module")
