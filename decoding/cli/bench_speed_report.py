@@ -137,7 +137,7 @@ def markdown(result: dict) -> str:
         lines += [f"| {t} | transformers {m} | {_fmt(s)} | | | | | | |" for t, s in by_t.items() if s]
     for c in result["configs"]:
         be, acc = c["block_efficiency"], c["acceptance_by_depth"]
-        ci = f"{be['mean']:.2f} [{be['ci95'][0]:.2f}, {be['ci95'][1]:.2f}]"
+        ci = f"{be['mean']:.2f} [{be['ci95'][0]:.2f}, {be['ci95'][1]:.2f}]" if be["steps"] else "— (no recorded path)"
         exact = f"{be['exact_expected']:.2f}" if be["exact_expected"] is not None else "—"
         depth = " ".join(f"{a['rate']:.2f}" for a in acc)
         lines.append(f"| {c['temperature']} | specscope {c['label']} (fast) | {_fmt(c['fast_vs_generate'])} | "
