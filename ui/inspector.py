@@ -13,6 +13,9 @@ from ui.views import Out, Views
 from viz import node_figure
 from viz.tokens import shorten, visible
 
+# event, candidate, token, numerator, denominator, threshold, u, passed, note: narrow number columns, a wide note
+TEST_WIDTHS = ["13%", "9%", "9%", "9%", "9%", "9%", "8%", "7%", "27%"]
+
 
 @dataclass
 class Inspector:
@@ -27,7 +30,8 @@ class Inspector:
                 node=gr.Dropdown([], label="inspect a node of this step", elem_id="node-select"),
                 plot=gr.Plot(label="p, q and the residual at this node", show_label=False, elem_id="node-plot"),
                 tests=gr.Dataframe(headers=list(node_figure.TEST_HEADERS), label="tests at this node, in order",
-                                   datatype="str", interactive=False, wrap=True, elem_id="tests-table"),
+                                   datatype="str", interactive=False, wrap=True, elem_id="tests-table",
+                                   column_widths=TEST_WIDTHS),
             )
 
     def named(self) -> dict[str, Any]:

@@ -106,4 +106,4 @@ def wire_lazy(views: Views, panel: RunStats, tabs: gr.Tabs, changes: list) -> No
     tabs.select(selected, [views.state], [panel.shown, panel.plot, panel.summary], show_progress="hidden")
     for change in changes:
         change.then(partial(refresh, panel), [views.state, panel.shown], [panel.plot, panel.summary],
-                    show_progress="hidden")
+                    show_progress="hidden", queue=False)  # no model work: skip the queue's round trips

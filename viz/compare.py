@@ -46,9 +46,10 @@ def _tree_traces(v: CompareVerdict) -> list[go.Scatter]:
     ]
 
 
-def _title(v: CompareVerdict, run_verifier: str) -> str:
+def _title(v: CompareVerdict, run_verifier: str, first_of_tree: str) -> str:
+    """Key, law and which column's tree it judges (the first column of its tree group names it)."""
     mark = " (emits)" if v.key == run_verifier else ""  # one short line each: long titles overlap their neighbours
-    tree = "" if v.tree_group == v.law else f" on the {v.tree_group} tree"  # `any` judges the run's tree
+    tree = "" if first_of_tree == v.key else f" · same tree as {first_of_tree}"
     return (f"<b>{v.key}</b>{mark}<br>{v.law}{tree}<br>"
             f"L={len(v.accepted_path) - 1}, E[tokens]={v.expected_tokens:.2f}")
 
@@ -56,8 +57,11 @@ def _title(v: CompareVerdict, run_verifier: str) -> str:
 def small_multiples(record: CompareRecord) -> go.Figure:
     """One tree per verifier, side by side, accepted path in green; emitted tokens under each tree."""
     n = len(record.verdicts)
-    fig = make_subplots(rows=1, cols=n, shared_yaxes=True, horizontal_spacing=0.02,
-                        subplot_titles=[_title(v, record.run_verifier) for v in record.verdicts])
+    first: dict[str, str] = {}
+    for v in record.verdicts:
+        first.setdefault(v.tree_group, v.key)
+    titles = [_title(v, record.run_verifier, first[v.tree_group]) for v in record.verdicts]
+    fig = make_subplots(rows=1, cols=n, shared_yaxes=True, horizontal_spacing=0.02, subplot_titles=titles)
     for col, v in enumerate(record.verdicts, start=1):
         for trace in _tree_traces(v):
             fig.add_trace(trace, row=1, col=col)

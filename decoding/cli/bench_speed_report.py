@@ -184,7 +184,7 @@ def write_outputs(result: dict, json_path: str | None, chart_path: str | None) -
 
 
 def write_chart(result: dict, path: Path) -> dict:
-    """HTML always; PNG only when kaleido is installed (it is not in the project's requirements)."""
+    """HTML always; PNG too where kaleido (requirements-dev.txt) finds a Chromium, else a note says why not."""
     fig = chart(result)
     fig.write_html(path, include_plotlyjs="cdn")
     out = {"html": str(path), "png": None, "png_note": "kaleido is not installed: HTML only"}
@@ -192,7 +192,7 @@ def write_chart(result: dict, path: Path) -> dict:
         fig.write_image(path.with_suffix(".png"))
         out.update(png=str(path.with_suffix(".png")), png_note="")
     except (ImportError, ValueError, RuntimeError) as err:
-        out["png_note"] = f"no PNG ({type(err).__name__}: kaleido is not installed in this environment)"
+        out["png_note"] = f"no PNG ({type(err).__name__}: {str(err)[:160]}; kaleido needs a Chromium)"
     print(f"chart written to {path}" + (f" and {out['png']}" if out["png"] else f" ({out['png_note']})"),
           file=sys.stderr)
     return out

@@ -53,6 +53,7 @@ def test_quick_json_has_every_field(quick):
         assert be["steps"] > 0 and be["exact_expected"] is not None and be["ci95"][0] <= be["mean"] <= be["ci95"][1]
         assert c["acceptance_by_depth"][0]["depth"] == 0 and c["acceptance_by_depth"][0]["alpha_exact"] is not None
     assert Path(quick["chart"]["html"]).is_file()
+    assert quick["chart"]["png"] and Path(quick["chart"]["png"]).stat().st_size > 5_000, quick["chart"]["png_note"]
 
 
 def test_greedy_block_efficiency_equals_its_exact_expectation(quick):

@@ -30,6 +30,19 @@ def test_small_multiples_table_and_laws() -> None:
     assert len(laws.data) == 2 * len(record.verdicts)
 
 
+def test_each_title_names_the_column_whose_tree_it_judges() -> None:
+    record = _record()  # rrs emits; spectr shares its iid tree, pointmass (any) judges the run's tree too
+    titles = [a.text for a in vc.small_multiples(record).layout.annotations if "E[tokens]" in a.text]
+    by_key = {v.key: t for v, t in zip(record.verdicts, titles, strict=True)}
+    groups = {v.key: v.tree_group for v in record.verdicts}
+    for v in record.verdicts:
+        owner = next(k for k in by_key if groups[k] == groups[v.key])  # the first column of that tree
+        assert ("same tree as" in by_key[v.key]) == (owner != v.key)
+        if owner != v.key:
+            assert f"same tree as {owner}" in by_key[v.key]
+    assert "same tree as rrs" in by_key["spectr"] and "same tree as" not in by_key["rrs_wor"]
+
+
 def test_runs_view() -> None:
     cfg = DecodeConfig(verifier="rrs", branching=(2, 2), temperature=0.8, max_new_tokens=6)
     res = runs.runs_json(runs.compare_runs(load_pair("toy"), cfg, "the cat", ["rrs", "rrs_wor"], [0, 1, 2]))
