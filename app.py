@@ -133,8 +133,13 @@ def main(argv: list[str] | None = None) -> None:
     demo = build_app(default_pair=args.pair, notices=tuple(notices), caps=args.caps)
     if not args.no_preload:
         threading.Thread(target=decode.preload, args=(args.pair,), daemon=True, name="specscope-preload").start()
-    demo.queue(max_size=64).launch(server_name=args.host, server_port=args.port, css=CSS, max_file_size="50mb",
-                                   show_error=False)
+    serve(demo, args.host, args.port)
+
+
+def serve(demo: gr.Blocks, host: str, port: int, block: bool = True) -> None:
+    """Queue and launch the page as the Space serves it (block=False returns once it listens: tests)."""
+    demo.queue(max_size=64).launch(server_name=host, server_port=port, css=CSS, max_file_size="50mb",
+                                   show_error=False, prevent_thread_lock=not block)
 
 
 if __name__ == "__main__":

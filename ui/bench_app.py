@@ -10,22 +10,17 @@ rendering included. The first click of a run (it starts the run) is reported on 
 from __future__ import annotations
 
 import argparse
-import socket
 import statistics
-import subprocess
 import sys
+import tempfile
 import time
-import urllib.request
 from dataclasses import astuple, fields, replace
 from pathlib import Path
 
 from ui import controls, decode
+from ui.local_app import CHROMIUM, ROOT, chromium, launched
 from ui.session import Controls
 
-ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 # In the page: click Step, poll the status until it names step n (or a warning); milliseconds and the text.
 CLICK_JS = """async (n) => {
   const status = () => document.querySelector('#status')?.innerText || '';
@@ -75,66 +70,22 @@ def report(pair: str, first: float, times: list[float], problem: str | None) -> 
 
 
 def bench_pair(args: argparse.Namespace, pair: str) -> tuple[float, list[float], str | None]:
-    """(first click ms, later clicks ms, the warning if the status showed one) for one pair."""
-    from playwright import sync_api
-
-    proc, url = launch(args, pair)
-    try:
-        with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            page = browser.new_page(viewport={"width": 1440, "height": 1000})
-            page.goto(url)
-            page.wait_for_selector("#step-btn", timeout=120_000)
-            first, text = page.evaluate(CLICK_JS, 1)
-            times = []
-            for n in range(2, args.clicks + 2):
-                if "running" not in text:
-                    break  # a warning, or the run finished: no more steps to time
-                ms, text = page.evaluate(CLICK_JS, n)
-                times.append(ms)
-            browser.close()
-        return first, times, (text.strip() if "\u26a0" in text else None)
-    finally:
-        stop(proc)
-
-
-def launch(args: argparse.Namespace, pair: str) -> tuple[subprocess.Popen, str]:
-    """app.py on a free port with `pair` preselected (it preloads the pair; the first click waits for it)."""
-    port = free_port()
-    log = open(Path("/tmp") / f"specscope-bench-app-{pair}-{port}.log", "w", encoding="utf-8")
-    proc = subprocess.Popen([args.python, "app.py", "--host", "127.0.0.1", "--port", str(port), "--pair", pair,
-                             "--device", "cpu"], cwd=args.app_dir, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/"
-    wait_until_up(url, proc)
-    return proc, url
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_until_up(url: str, proc: subprocess.Popen, timeout_s: float = 300) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the app exited with code {proc.returncode}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.5)
-    raise TimeoutError(f"the app did not answer on {url} within {timeout_s} s")
-
-
-def stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    """(first click ms, later clicks ms, the warning if the status showed one) for one pair. The app
+    preloads the pair at start; the first click waits for it."""
+    log = Path(tempfile.gettempdir()) / f"specscope-bench-app-{pair}.log"
+    with launched(["--pair", pair], log, app_dir=args.app_dir, python=args.python, timeout_s=300) as (url, _), \
+            chromium() as browser:
+        page = browser.new_page(viewport={"width": 1440, "height": 1000})
+        page.goto(url)
+        page.wait_for_selector("#step-btn", timeout=120_000)
+        first, text = page.evaluate(CLICK_JS, 1)
+        times = []
+        for n in range(2, args.clicks + 2):
+            if "running" not in text:
+                break  # a warning, or the run finished: no more steps to time
+            ms, text = page.evaluate(CLICK_JS, n)
+            times.append(ms)
+    return first, times, (text.strip() if "\u26a0" in text else None)
 
 
 def bench_step(kind: str, clicks: int, repeats: int = 3) -> None:

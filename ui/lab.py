@@ -161,7 +161,7 @@ def build(registry: Mapping[str, Verifier]) -> dict[str, Any]:
 def _wire(registry, preset, table, k, verifiers, samples, outs, seq) -> None:
     drawn = gr.State(None)  # the inputs last drawn, per user: the table fires twice for one edit
 
-    def run(table_value, k_value, keys, n, last):
+    def redraw(table_value, k_value, keys, n, last):  # not `run`: its API name would take the Run button's /run
         key = repr((_plain(table_value), k_value, keys, n))
         if key == last:
             return (*[gr.skip()] * len(outs), last)
@@ -177,10 +177,10 @@ def _wire(registry, preset, table, k, verifiers, samples, outs, seq) -> None:
         return certify_shape(registry, name, table_value, key, shape_text)
 
     inputs, outputs = [table, k, verifiers, samples, drawn], [*outs, drawn]
-    preset.change(pick, [preset], [table], show_progress="hidden").then(run, inputs, outputs)
-    table.input(run, inputs, outputs, trigger_mode="always_last")  # user edits only: a preset pick runs above
-    k.change(run, inputs, outputs, trigger_mode="always_last")
-    verifiers.change(run, inputs, outputs, trigger_mode="always_last")
+    preset.change(pick, [preset], [table], show_progress="hidden").then(redraw, inputs, outputs)
+    table.input(redraw, inputs, outputs, trigger_mode="always_last")  # user edits only: a preset pick runs above
+    k.change(redraw, inputs, outputs, trigger_mode="always_last")
+    verifiers.change(redraw, inputs, outputs, trigger_mode="always_last")
     seq_key, shape, go_btn, seq_plot, seq_md = seq
     go_btn.click(certify_click, [preset, table, seq_key, shape], [seq_plot, seq_md])
 

@@ -6,76 +6,19 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
 import urllib.request
-from pathlib import Path
 
 import pytest
-from playwright import sync_api
 
-ROOT = Path(__file__).resolve().parents[2]
-OUTPUT = ROOT / "tests" / "output"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+from tests.served import OUTPUT, ROOT, open_tab, opened
 
 pytestmark = pytest.mark.browser
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_until_up(url: str, proc: subprocess.Popen, timeout_s: float = 120) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the app exited with code {proc.returncode}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.5)
-    raise TimeoutError(f"the app did not answer on {url} within {timeout_s} s")
-
-
 @pytest.fixture(scope="module")
-def app_url():
-    OUTPUT.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", "SPECSCOPE_DEVICE": "cpu"}
-    log = open(OUTPUT / "app.log", "w", encoding="utf-8")
-    proc = subprocess.Popen([sys.executable, "app.py", "--pair", "toy", "--host", "127.0.0.1", "--port", str(port)],
-                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/"
-    try:
-        wait_until_up(url, proc)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
-
-
-@pytest.fixture(scope="module")
-def page(app_url):
-    assert Path(CHROMIUM).exists(), "Debian's chromium is missing: apt-get install -y chromium"
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1440, "height": 1000})
-        page.goto(app_url)
-        page.wait_for_selector("#step-btn", timeout=60_000)
+def page(browser, app_url):
+    with opened(browser, app_url) as page:
         yield page
-        browser.close()
 
 
 def test_step_draws_the_tree_and_the_screenshot_is_saved(page):
@@ -140,7 +83,7 @@ def test_export_then_import_through_the_page(page, tmp_path):
     page.click("#reset-btn")
     page.click("#step-btn")
     page.wait_for_function("document.querySelector('#status')?.innerText.includes('Step 1 of 1')", timeout=60_000)
-    page.get_by_role("tab", name="Trace: export / import").click()
+    open_tab(page, "Trace: export / import")
     page.click("#export-btn")
     link = page.wait_for_selector("#trace-file a[href]", timeout=30_000)
     href = link.get_attribute("href")

@@ -4,12 +4,9 @@ tests/output/compare-*.png."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from playwright import sync_api
 
-from tests.browser.test_browser import CHROMIUM, CHROMIUM_ARGS, OUTPUT, app_url  # noqa: F401 - the fixture
+from tests.served import OUTPUT, open_tab, opened
 
 pytestmark = pytest.mark.browser
 FOUR = ["spectr", "pointmass", "hu_greedy", "rrs"]  # with the run verifier rrs_wor: five columns
@@ -20,15 +17,9 @@ def status_has(page, text: str, timeout: int = 60_000) -> None:
 
 
 @pytest.fixture(scope="module")
-def page(app_url):  # noqa: F811 - the fixture imported above
-    assert Path(CHROMIUM).exists(), "Debian's chromium is missing: apt-get install -y chromium"
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1440, "height": 1000})
-        page.goto(app_url)
-        page.wait_for_selector("#step-btn", timeout=60_000)
+def page(browser, app_url):
+    with opened(browser, app_url) as page:
         yield page
-        browser.close()
 
 
 def pick(page, keys: list[str]) -> None:
@@ -45,7 +36,7 @@ def pick(page, keys: list[str]) -> None:
 
 
 def test_four_verifiers_on_one_step_are_drawn(page):
-    page.get_by_role("tab", name="Compare verifiers").click()
+    open_tab(page, "Compare verifiers")
     page.locator("#compare-on input[type=checkbox]").check()
     pick(page, FOUR)
     assert page.locator("#compare-verifiers .token").count() == 4

@@ -5,14 +5,10 @@ probability, the bars are redrawn. Screenshots: tests/output/lab_preset.png and 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from tests.browser.test_browser import CHROMIUM, CHROMIUM_ARGS, OUTPUT, ROOT, free_port, wait_until_up
+from tests.served import OUTPUT, ROOT, TOY, open_tab, opened, served
 
 pytestmark = pytest.mark.browser
 PLOT = "#lab-node-plot .js-plotly-plot"
@@ -21,40 +17,17 @@ FIRST_BARS = f"() => {{ const el = document.querySelector('{PLOT}'); return el &
 
 @pytest.fixture(scope="module")
 def lab_app(tmp_path_factory):
-    OUTPUT.mkdir(parents=True, exist_ok=True)
     bad = tmp_path_factory.mktemp("lab") / "broken_verifier.py"
     bad.write_text("LAW = 'iid'\ndef verify(:\n")
-    port = free_port()
-    env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", "SPECSCOPE_DEVICE": "cpu"}
-    log_path = OUTPUT / "lab_app.log"
-    log = open(log_path, "w", encoding="utf-8")
-    cmd = [sys.executable, "app.py", "--pair", "toy", "--no-preload", "--host", "127.0.0.1", "--port", str(port),
-           "--verifier-file", str(ROOT / "assets" / "examples" / "wrong_verifier.py"), "--verifier-file", str(bad)]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/"
-    try:
-        wait_until_up(url, proc)
-        yield url, log_path
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+    good = ROOT / "assets" / "examples" / "wrong_verifier.py"
+    with served(*TOY, "--verifier-file", str(good), "--verifier-file", str(bad), log_name="lab_app.log") as server:
+        yield server.url, server.log
 
 
 @pytest.fixture(scope="module")
-def page(lab_app):
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (requirements-dev.txt)")
-    assert Path(CHROMIUM).exists(), "Debian's chromium is missing: apt-get install -y chromium"
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1300, "height": 1500})
-        page.goto(lab_app[0])
-        page.wait_for_selector("#step-btn", timeout=60_000)
+def page(browser, lab_app):
+    with opened(browser, lab_app[0], width=1300, height=1500) as page:
         yield page
-        browser.close()
 
 
 def _bars(page) -> list[float]:
@@ -78,14 +51,14 @@ def _wait_bars(page, n: int, first: float | None = None) -> None:
 def test_a_bad_verifier_file_is_reported_and_the_built_ins_served(lab_app, page):
     assert "--verifier-file ignored" in lab_app[1].read_text() and "syntax error" in lab_app[1].read_text()
     assert "--verifier-file ignored" in page.inner_text("body")
-    page.get_by_role("tab", name="Verifier lab").click()
+    open_tab(page, "Verifier lab")
     page.wait_for_selector(PLOT, timeout=60_000)
     boxes = page.inner_text("#lab-verifiers")
     assert "rrs_wor" in boxes and "wrong_rrs_dedup [custom]" in boxes and "greedy [lossy]" in boxes
 
 
 def test_preset_then_one_edit_redraws_the_bars(page):
-    page.get_by_role("tab", name="Verifier lab").click()
+    open_tab(page, "Verifier lab")
     _wait_bars(page, 4)  # the worked example: A B C D
     page.click("#lab-preset input")
     page.get_by_role("option", name="context3").click()
@@ -112,7 +85,7 @@ def test_preset_then_one_edit_redraws_the_bars(page):
 
 
 def test_sequence_level_certify_shows_a_lossy_verifier_off(page):
-    page.get_by_role("tab", name="Verifier lab").click()
+    open_tab(page, "Verifier lab")
     page.click("#lab-seq-verifier input")
     page.get_by_role("option", name="typical [lossy]").click()
     page.click("#lab-certify-btn")

@@ -6,15 +6,11 @@ max-new-tokens set on the slider), then the slider replays step 1."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 from playwright import sync_api
 
-from tests.browser.test_browser import CHROMIUM, CHROMIUM_ARGS, OUTPUT, ROOT, free_port, wait_until_up
 from tests.conftest import save_tiny_llama
+from tests.served import opened, served
 
 pytestmark = pytest.mark.browser
 STATUS = "document.querySelector('#status')?.innerText"
@@ -23,42 +19,15 @@ STATUS = "document.querySelector('#status')?.innerText"
 @pytest.fixture(scope="module")
 def default_app_url():
     """The app as `./specscope app` starts it: the embedded pair preselected (one process for all pairs)."""
-    OUTPUT.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", "SPECSCOPE_DEVICE": "cpu"}
-    log = open(OUTPUT / "app-pairs.log", "w", encoding="utf-8")
-    proc = subprocess.Popen([sys.executable, "app.py", "--host", "127.0.0.1", "--port", str(port)],
-                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/"
-    try:
-        wait_until_up(url, proc)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
+    with served(log_name="app-pairs.log", timeout_s=120) as server:
+        yield server.url
 
 
 @pytest.fixture
 def page(browser, default_app_url):
     """A fresh page load: a new context, so no state survives from another test."""
-    context = browser.new_context(viewport={"width": 1440, "height": 1000})
-    page = context.new_page()
-    page.goto(default_app_url)
-    page.wait_for_selector("#step-btn", timeout=60_000)
-    yield page
-    context.close()
+    with opened(browser, default_app_url) as page:
+        yield page
 
 
 def wait_status(page, text: str, timeout_ms: int = 180_000) -> str:

@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 from gradio_client import handle_file
 
-from tests.ui.served import AppSession, served
+from tests.served import TOY, served
+from tests.ui.app_session import AppSession
 
 pytestmark = pytest.mark.slow  # launches the app (about 20 s on a busy 2-core machine) and makes ~60 calls
 FLAGS = ("--max-nodes", "40", "--max-depth", "6", "--max-branch", "5", "--max-new-tokens", "64",
@@ -21,8 +22,8 @@ SEQUENCES = "K sequences x depth"
 
 @pytest.fixture(scope="module")
 def url():
-    with served(*FLAGS, log_name="app-bad-input.log") as (address, _):
-        yield address
+    with served(*TOY, *FLAGS, log_name="app-bad-input.log") as server:
+        yield server.url
 
 
 def plain(status: str) -> str:

@@ -14,7 +14,8 @@ import pytest
 
 import app
 from decoding.run.schema import trace_to_json
-from tests.ui.served import AppSession, served
+from tests.served import TOY, served
+from tests.ui.app_session import AppSession, stepped_alone, stepped_remotely
 from ui import controls as ui_controls
 from ui import trace_io
 
@@ -32,34 +33,13 @@ def settings(user: int) -> dict:
             "branching": "1,1,1" if VERIFIERS[user % len(VERIFIERS)] == "sd" else "3,2"}
 
 
-def comparable(trace_json: str) -> dict:
-    """The trace without its wall-clock times (the only fields that may differ between two runs)."""
-    def strip(value):
-        if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items() if not (k.endswith("_ms") or k == "seconds")}
-        return [strip(v) for v in value] if isinstance(value, list) else value
-    return strip(json.loads(trace_json))
-
-
 def alone(user: int) -> tuple[str, dict]:
-    """The same settings, stepped alone through the handlers in this process: (last status, trace)."""
-    _, views = app.build_page("toy")
-    session, status = None, ""
-    for _ in range(STEPS):
-        out = views.named(ui_controls.step(views, views.inputs(session, **settings(user)), progress=None))
-        session, status = out.session, out.status
-    return status, comparable(trace_to_json(session.trace))
+    """The same settings stepped alone through the handlers in this process: (last status, trace)."""
+    return stepped_alone("toy", settings(user), STEPS)
 
 
 def served_user(url: str, user: int) -> tuple[str, dict]:
-    """One remote user: STEPS Steps, then Export; (last status, trace of the exported file)."""
-    session = AppSession(url)
-    status = ""
-    for _ in range(STEPS):
-        status = session.step(settings(user))
-    exported, _ = session.client.predict(api_name="/export")
-    path = exported["path"] if isinstance(exported, dict) else exported
-    return status, comparable(Path(path).read_text(encoding="utf-8"))
+    return stepped_remotely(url, settings(user), STEPS)
 
 
 def round_of_users(url: str) -> list[tuple[str, dict]]:
@@ -76,12 +56,12 @@ def resident_kib(pid: int) -> int:
 
 @pytest.fixture(scope="module")
 def server():
-    with served(log_name="app-many-users.log") as address_and_pid:
-        yield address_and_pid
+    with served(*TOY, log_name="app-many-users.log") as launched:
+        yield launched
 
 
 def test_eight_users_at_once_each_get_their_own_run_and_memory_stays_flat(server):
-    url, pid = server
+    url, pid = server.url, server.pid
     expected = [alone(user) for user in range(USERS)]
     assert len({json.dumps(trace, sort_keys=True) for _, trace in expected}) == USERS  # the users differ
     first = round_of_users(url)
@@ -96,7 +76,7 @@ def test_eight_users_at_once_each_get_their_own_run_and_memory_stays_flat(server
 
 
 def test_reset_leaves_the_session_with_no_run(server):
-    session = AppSession(server[0])
+    session = AppSession(server.url)
     for n in (1, 2, 3):
         assert f"Step {n} of {n}" in session.step(settings(0))
     assert session.client.predict(api_name="/reset")[0].startswith("Reset.")
