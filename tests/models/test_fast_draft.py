@@ -27,7 +27,7 @@ from tests.engine_oracles import chi_square_pvalue, exact_joint, total_variation
 WORDS = [f"w{i}" for i in range(40)]
 HEAD = 7  # toy ids 0..6 kept: " and", " ran", " a", " big", "." are never drafted
 RUNS = 3000
-N_TOKENS = 2
+N_TOKENS = 3
 PROMPT = "the cat"
 
 
