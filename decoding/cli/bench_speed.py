@@ -2,6 +2,7 @@
 
     python -m decoding bench speed [--quick] [--pair embedded] [--configs sd:1,1,1,1 rrs_wor:3,2,2]
         [--temperatures 0,0.8] [--prompts 4] [--repeats 3] [--max-new-tokens 40] [--threads N]
+        [--paths fast,recorded,recorded-lazy] [--also-pairs embedded-fast ...]
         [--device cpu|cuda] [--json PATH] [--chart PATH.html]
 
 For each case (prompt x repetition x temperature) every method runs once, in an order rotated from
@@ -12,7 +13,10 @@ recorded path (what the app runs; "recorded-lazy": the same records with the exa
 to the view that shows it) for each chosen verifier x tree shape. Speeds are reported as
 ratios to `generate` within the same case (median and spread over cases); the recorded runs also give
 block efficiency with a 95 % confidence interval, the exact expected tokens per step (from the
-recorded p and q), and acceptance by depth. Output: a markdown table, `--json PATH`, a plotly chart.
+recorded p and q), and acceptance by depth. `--paths fast` times the fast path alone (quicker);
+`--also-pairs KIND ...` adds each config's fast path on other built-in pairs sharing the target (e.g.
+embedded vs embedded-fast: two drafts compared in the same interleaved run, against the same generate).
+Output: a markdown table, `--json PATH`, a plotly chart.
 """
 
 from __future__ import annotations
@@ -30,11 +34,13 @@ from decoding.run.config import DecodeConfig, parse_branching
 
 PROMPTS_FILE = Path(__file__).resolve().parents[2] / "assets" / "bench_prompts.json"
 QUICK = {"prompts": 2, "repeats": 2, "max_new_tokens": 12}
+PATHS = ("fast", "recorded", "recorded-lazy")
+BUILT_IN = ["embedded", "embedded-fast", "lookup", "toy"]
 
 
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m decoding bench speed", description=__doc__.split("\n")[0])
-    ap.add_argument("--pair", default="embedded", choices=["embedded", "lookup", "toy", "custom"])
+    ap.add_argument("--pair", default="embedded", choices=[*BUILT_IN, "custom"])
     ap.add_argument("--target", default=None, help="with --pair custom: target hub id or folder")
     ap.add_argument("--draft", default=None, help="with --pair custom: draft hub id or folder")
     ap.add_argument("--device", default="cpu", help="cpu, cuda, or auto")
@@ -46,6 +52,10 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--max-new-tokens", type=int, default=40)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    ap.add_argument("--paths", default=",".join(PATHS), help="comma-separated specscope paths to time: "
+                    "fast, recorded, recorded-lazy (block efficiency and its CI need 'recorded')")
+    ap.add_argument("--also-pairs", nargs="+", default=[], choices=BUILT_IN, metavar="KIND",
+                    help="also time each config's fast path on these built-in pairs (same cases, interleaved)")
     ap.add_argument("--quick", action="store_true", help="about a minute: 2 prompts, 2 repeats, 12 tokens")
     ap.add_argument("--json", default=None, help="write every number to this JSON file")
     ap.add_argument("--chart", default=None, help="plotly chart HTML (default: next to --json, else none)")
@@ -86,14 +96,29 @@ def load_prompts(n: int) -> list[dict]:
     return prompts[:n]
 
 
-def methods_of(configs: dict[str, DecodeConfig]) -> dict:
-    """Every timed method by name: transformers' three, then specscope fast/recorded per config."""
+def parse_paths(text: str) -> tuple[str, ...]:
+    paths = tuple(p.strip() for p in text.split(",") if p.strip())
+    if not paths or any(p not in PATHS for p in paths):
+        raise ValueError(f"--paths takes a comma-separated subset of {','.join(PATHS)}; got {text!r}")
+    return paths
+
+
+def methods_of(configs: dict[str, DecodeConfig], paths: tuple[str, ...] = PATHS, also: dict | None = None) -> dict:
+    """Every timed method by name: transformers' three, then specscope's chosen paths per config, then each
+    config's fast path on the `also` pairs ({kind: pair})."""
     out = dict(HF_METHODS)
     for label, config in configs.items():
-        out[f"specscope fast {label}"] = specscope(config, record=False)
-        out[f"specscope recorded {label}"] = specscope(config, record=True)
-        out[f"specscope recorded-lazy {label}"] = specscope(config, record=True, lazy_theory=True)
+        runs = {"fast": specscope(config, record=False), "recorded": specscope(config, record=True),
+                "recorded-lazy": specscope(config, record=True, lazy_theory=True)}
+        out |= {f"specscope {path} {label}": runs[path] for path in paths}
+        for kind, other in (also or {}).items():
+            out[report.other_pair_method(label, kind)] = on_pair(other, runs["fast"])
     return out
+
+
+def on_pair(other, method):
+    """`method` run on `other` instead of the benchmark's pair (same case)."""
+    return lambda _pair, case: method(other, case)
 
 
 def run_cases(pair, methods: dict, cases: list[tuple[str, Case]]) -> tuple[list[dict], dict[str, str]]:
@@ -139,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         vars(args).update(QUICK)
     configs, temps = parse_configs(args.configs), parse_temperatures(args.temperatures)
+    paths = parse_paths(args.paths)
     prompts = load_prompts(args.prompts)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -146,11 +172,13 @@ def main(argv: list[str] | None = None) -> int:
 
     pair = models.load_pair(args.pair, target=args.target, draft=args.draft, device=args.device,
                             progress=lambda m: print(m, file=sys.stderr))
-    methods = methods_of(configs)
+    also = {kind: models.load_pair(kind, device=args.device, progress=lambda m: print(m, file=sys.stderr))
+            for kind in args.also_pairs if kind != args.pair}
+    methods = methods_of(configs, paths, also)
     cases = build_cases(pair, prompts, temps, args.repeats, args.max_new_tokens)
     warm_up(pair, methods, cases[0][1])
     rows, unavailable = run_cases(pair, methods, cases)
-    result = report.summarise(rows, unavailable, configs, temps, report.settings(args, pair, argv))
+    result = report.summarise(rows, unavailable, configs, temps, report.settings(args, pair, argv), list(also))
     print(report.markdown(result))
     report.write_outputs(result, args.json, args.chart)
     return 0

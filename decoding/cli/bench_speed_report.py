@@ -87,8 +87,21 @@ def config_result(rows: list[dict], label: str, config: DecodeConfig, t: float) 
     }
 
 
+def other_pair_method(label: str, kind: str) -> str:
+    """Name of a config's fast path timed on another pair (`bench speed --also-pairs`)."""
+    return f"specscope fast {label} [{kind}]"
+
+
+def other_pairs(rows: list[dict], configs: dict[str, DecodeConfig], temps: list[float], kinds: list[str]) -> list:
+    """Each config's fast path on each other pair: speed ratio to generate, and to the main pair's fast path."""
+    return [{"pair": kind, "label": label, "temperature": t,
+             "fast_vs_generate": ratios(rows, other_pair_method(label, kind), "generate", t),
+             "fast_vs_main_pair_fast": ratios(rows, other_pair_method(label, kind), f"specscope fast {label}", t)}
+            for t in temps for label in configs for kind in kinds]
+
+
 def summarise(rows: list[dict], unavailable: dict[str, str], configs: dict[str, DecodeConfig],
-              temps: list[float], settings: dict) -> dict:
+              temps: list[float], settings: dict, also_pairs: list[str] | None = None) -> dict:
     methods = list(dict.fromkeys(r["method"] for r in rows))
     speeds = {m: {str(t): spread([r["tokens_per_second"] for r in rows if r["method"] == m
                                   and r["temperature"] == t]) for t in temps} for m in methods}
@@ -99,6 +112,7 @@ def summarise(rows: list[dict], unavailable: dict[str, str], configs: dict[str, 
         "tokens_per_second": speeds,
         "baselines_vs_generate": baselines,
         "configs": [config_result(rows, label, cfg, t) for t in temps for label, cfg in configs.items()],
+        "other_pairs": other_pairs(rows, configs, temps, also_pairs or []),
         "runs": [{k: v for k, v in r.items() if k != "steps"} for r in rows],
     }
 
@@ -123,12 +137,15 @@ def markdown(result: dict) -> str:
         lines += [f"| {t} | transformers {m} | {_fmt(s)} | | | | | | |" for t, s in by_t.items() if s]
     for c in result["configs"]:
         be, acc = c["block_efficiency"], c["acceptance_by_depth"]
-        ci = f"{be['mean']:.2f} [{be['ci95'][0]:.2f}, {be['ci95'][1]:.2f}]"
+        ci = f"{be['mean']:.2f} [{be['ci95'][0]:.2f}, {be['ci95'][1]:.2f}]" if be["steps"] else "— (no recorded path)"
         exact = f"{be['exact_expected']:.2f}" if be["exact_expected"] is not None else "—"
         depth = " ".join(f"{a['rate']:.2f}" for a in acc)
         lines.append(f"| {c['temperature']} | specscope {c['label']} (fast) | {_fmt(c['fast_vs_generate'])} | "
                      f"{_fmt(c['fast_vs_assisted'])} | {ci} | {exact} | {depth} | "
                      f"{_fmt(c['recorded_time_over_fast'])} | {_fmt(c['lazy_time_over_fast'])} |")
+    lines += [f"| {o['temperature']} | specscope {o['label']} (fast) on pair {o['pair']} | "
+              f"{_fmt(o['fast_vs_generate'])} | {_fmt(o['fast_vs_main_pair_fast'])} x the main pair's fast path | "
+              "| | | | |" for o in result.get("other_pairs", [])]
     notes = [f"- {m}: unavailable ({why})" for m, why in result["unavailable"].items()]
     base = result["tokens_per_second"].get("generate", {})
     notes += [f"- plain generate() at T = {t}: {s['median']:.1f} tokens/s (median of {s['n']} runs)"

