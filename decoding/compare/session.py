@@ -26,6 +26,7 @@ from decoding.run.schema import StepRecord
 from decoding.run.scored import ScoredTree
 from decoding.verify.registry import VERIFIERS
 from decoding.verify.sampling import warp
+from decoding.verify.tree import DraftTree
 from decoding.verify.walk import Walk
 from decoding.verify.walk import expected_tokens as walk_expected
 
@@ -43,27 +44,9 @@ class CompareRun(engine.Run):
         self.groups = groups_of(self.keys, config.verifier, config)
         self.mc_draws = mc_draws
 
-    def step(self) -> StepRecord | None:
-        if self.done:
-            return None
-        if self._context_full():
-            self._finish("context")
-            return None
-        t_start = time.perf_counter()
-        record, tokens, forest_path, forest = self._compare_step()
-        tokens, reason = self._truncate(tokens)
-        record = engine._truncate_record(record, len(tokens))
-        if reason is None:
-            self.target.commit(forest_path, tokens[-1], forest)
-            self.draft.commit(forest_path, tokens[-1], forest)
-        self._state = replace(
-            self._state, generated_ids=self._state.generated_ids + tuple(tokens),
-            steps=self._state.steps + (record,), rng_state=bytes(self.generator.get_state().tolist()),
-            stop_reason=reason, seconds=self._state.seconds + (time.perf_counter() - t_start),
-        )
-        return record
-
-    def _compare_step(self):
+    def _draft_score_verify(self) -> tuple[StepRecord, list[int], list[int], DraftTree]:
+        """Every law's tree drafted, the forest scored in one target forward, every verifier judging;
+        the run verifier's path is committed (the engine's `step` does the rest, OOM handling included)."""
         cfg, root = self.config, self._context()[-1]
         t0 = time.perf_counter()
         drafted = draft_forest(self.draft, root, cfg, self.groups, self.generator)

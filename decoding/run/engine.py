@@ -111,12 +111,11 @@ class Run:
             if self._broken:
                 self._open_sessions()
             self._broken = True  # until the step is through: a failure leaves half-updated KV caches
-            record, tokens, tree = self._draft_score_verify()
+            record, tokens, path, tree = self._draft_score_verify()
             self._broken = False
         tokens, reason = self._truncate(tokens)
         record = _truncate_record(record, len(tokens))
         if reason is None:
-            path = list(record.accepted_path)
             self.target.commit(path, tokens[-1], tree)
             self.draft.commit(path, tokens[-1], tree)
         self._state = replace(
@@ -153,7 +152,9 @@ class Run:
         length = adaptive.chain_length(self.chain_stats, len(self.config.branching))
         return self.config.with_(shape=Branching((1,) * length))
 
-    def _draft_score_verify(self) -> tuple[StepRecord, list[int], DraftTree]:
+    def _draft_score_verify(self) -> tuple[StepRecord, list[int], list[int], DraftTree]:
+        """The step's work: (record, emitted tokens, the node path to commit, the tree the models saw).
+        A subclass that drafts differently (decoding/compare: a forest) overrides this, not `step`."""
         cfg, root = self._step_config(), self._context()[-1]
         t0, f0 = time.perf_counter(), self.draft.forwards
         drafted = draft_tree(self.draft, root, cfg, self.entry, self.generator)
@@ -174,7 +175,7 @@ class Run:
         self.chain_stats.add(len(result.visits), len(result.path) - 1)
         t0 = time.perf_counter()
         record = self._record(scored, result, times)
-        return replace(record, record_ms=_ms_since(t0)), list(result.tokens), drafted.tree
+        return replace(record, record_ms=_ms_since(t0)), list(result.tokens), list(result.path), drafted.tree
 
     def _record(self, scored: ScoredTree, result: Walk, times: recording.StepTimes) -> StepRecord:
         """The full record (nodes, tests, exact theory), or on the fast path only what was emitted."""
