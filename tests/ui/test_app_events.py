@@ -4,7 +4,6 @@ import, run, errors. Figures are checked against the records they draw."""
 from __future__ import annotations
 
 import json
-import warnings
 from dataclasses import fields, replace
 
 import gradio as gr
@@ -22,14 +21,6 @@ from viz.lookup import visit_at
 _, VIEWS = app.build_page("toy")
 CONTROLS = replace(Controls(), pair="toy", prompt="the cat", verifier="rrs", branching="3,2",
                    temperature=1.0, seed=2, max_new_tokens=40)
-
-
-@pytest.fixture(autouse=True)
-def _quiet_warnings():
-    """gr.Warning outside a Gradio event becomes a Python warning; the tests read the status instead."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
 
 
 def raw(controls) -> dict:

@@ -4,7 +4,6 @@ floats from gr.Number and sliders, numbers as strings (API callers), NaN; and ev
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import fields
 
 import pytest
@@ -20,13 +19,6 @@ _, VIEWS = app.build_page("toy")
 BROWSER_TOY = dict(pair="toy", target=None, draft=None, prompt="the cat", verifier="rrs", shape=SHAPES[0],
                    branching="3,2", sequences=4.0, depth=4.0, temperature=0.8, top_k=0.0, top_p=1.0, seed=2.0,
                    max_new_tokens=6.0)
-
-
-@pytest.fixture(autouse=True)
-def _quiet_warnings():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
 
 
 def test_hidden_model_boxes_arrive_as_null_and_become_empty_not_the_name_none():

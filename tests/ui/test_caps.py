@@ -3,7 +3,6 @@ controls and enforced on every Step with a message that names the cap."""
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import fields, replace
 
 import pytest
@@ -20,13 +19,6 @@ _, VIEWS = app.build_page("toy", caps=TIGHT)
 OK = dict(pair="toy", target=None, draft=None, prompt="the cat", verifier="rrs", shape=SHAPES[0],
           branching="3,2", sequences=2.0, depth=3.0, temperature=0.8, top_k=0.0, top_p=1.0, seed=2.0,
           max_new_tokens=6.0)
-
-
-@pytest.fixture(autouse=True)
-def _quiet_warnings():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
 
 
 def _step(**raw):

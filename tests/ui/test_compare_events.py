@@ -6,7 +6,6 @@ verifier the shape does not allow is refused with a message."""
 from __future__ import annotations
 
 import json
-import warnings
 from dataclasses import fields, replace
 
 import pytest
@@ -24,13 +23,6 @@ PANEL = next(p for p in VIEWS.panels if isinstance(p, compare.ComparePanel))
 CONTROLS = replace(Controls(), pair="toy", prompt="the cat", verifier="rrs", branching="3,2",
                    temperature=1.0, seed=2, max_new_tokens=40)
 FOUR = ["rrs_wor", "spectr", "pointmass", "rrs"]
-
-
-@pytest.fixture(autouse=True)
-def _quiet_warnings():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
 
 
 def raw(controls: Controls, **options) -> dict:

@@ -3,7 +3,6 @@ never used, Reset and page leave evict, LRU bounds it, and a taken run is not sh
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import fields, replace
 
 import pytest
@@ -17,13 +16,6 @@ from ui.session import Controls, Session
 
 CONTROLS = replace(Controls(), pair="toy", prompt="the cat", verifier="rrs", branching="3,2",
                    temperature=1.0, seed=5, max_new_tokens=40)
-
-
-@pytest.fixture(autouse=True)
-def _quiet_warnings():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
 
 
 @pytest.fixture
