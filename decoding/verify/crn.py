@@ -29,12 +29,7 @@ def inverse_cdf(weights: torch.Tensor, u: float) -> int:
 
 def _excluding(q: torch.Tensor, excluded: list[int], u: float) -> int:
     """laws._draw_excluding with uniform u: q off `excluded`, uniform over the rest when that has no mass."""
-    w = q.to(torch.float64).clone()
-    w[excluded] = 0.0
-    if not float(w.sum()) > 0:
-        w = torch.ones_like(w)
-        w[excluded] = 0.0
-    return inverse_cdf(w, u)
+    return inverse_cdf(laws.excluding_weights(q, excluded), u)
 
 
 def _without_replacement(q: torch.Tensor, k: int, u: Sequence[float]) -> list[int]:

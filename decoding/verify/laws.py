@@ -45,14 +45,19 @@ def hub(q: torch.Tensor) -> int:
     return int(torch.argmax(q))
 
 
-def _draw_excluding(q: torch.Tensor, excluded: list[int], generator: torch.Generator) -> int:
-    """x ~ q restricted to tokens not in `excluded`; uniform over them when that mass is 0."""
+def excluding_weights(q: torch.Tensor, excluded: list[int]) -> torch.Tensor:
+    """Weights of q restricted to tokens not in `excluded` ([V] float64); uniform over them when that mass is 0."""
     w = q.to(torch.float64).clone()
     w[excluded] = 0.0
     if not float(w.sum()) > 0:
         w = torch.ones_like(w)
         w[excluded] = 0.0
-    return draw(w, generator)
+    return w
+
+
+def _draw_excluding(q: torch.Tensor, excluded: list[int], generator: torch.Generator) -> int:
+    """x ~ q restricted to tokens not in `excluded`; uniform over them when that mass is 0."""
+    return draw(excluding_weights(q, excluded), generator)
 
 
 def _restricted(q: torch.Tensor, excluded: list[int]) -> Iterator[tuple[int, float]]:
