@@ -48,6 +48,7 @@ def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = (),
                 panel = controls.ControlsPanel.build(default, caps)
             with gr.Column(scale=5):
                 tree = tree_view.TreeView.build()
+                tree_view.plotly_warmup()
                 nodes = inspector.Inspector.build()
         with gr.Tabs() as tabs:  # the run charts are drawn only while their tab is open
             versus = compare.ComparePanel.build(default)
