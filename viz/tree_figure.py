@@ -59,20 +59,20 @@ def tree_points(step: StepRecord) -> list[Point]:
 
 
 def tree_figure(step: StepRecord, title: str | None = None) -> go.Figure:
+    """The figure, built from plain dicts in one go.Figure call: plotly validates the whole spec once,
+    about 4x faster than add_trace / update_layout one call at a time (this runs on every Step)."""
     points = tree_points(step)
-    fig = go.Figure()
-    _add_edges(fig, step, points)
+    traces = _edge_traces(step, points)
     for category in CATEGORIES:
         members = [p for p in points if p.category == category]
         if members:
-            fig.add_trace(_node_trace(category, members))
-    _style(fig, step, points, title)
-    return fig
+            traces.append(_node_trace(category, members))
+    return go.Figure({"data": traces, "layout": _layout(step, points, title)})
 
 
-def _node_trace(category: str, members: list[Point]) -> go.Scatter:
-    return go.Scatter(
-        x=[p.x for p in members], y=[p.y for p in members], mode="markers+text",
+def _node_trace(category: str, members: list[Point]) -> dict:
+    return dict(
+        type="scatter", x=[p.x for p in members], y=[p.y for p in members], mode="markers+text",
         name=f"{NAMES[category]} ({len(members)})", legendgroup=category,
         text=[p.text for p in members], textposition="top center", textfont={"size": 13},
         marker={"size": 18 if category in (RESIDUAL, BONUS) else 15, "color": COLORS[category],
@@ -82,22 +82,22 @@ def _node_trace(category: str, members: list[Point]) -> go.Scatter:
     )
 
 
-def _add_edges(fig: go.Figure, step: StepRecord, points: list[Point]) -> None:
+def _edge_traces(step: StepRecord, points: list[Point]) -> list[dict]:
     on_path = set(zip(step.accepted_path, step.accepted_path[1:], strict=False))
     extra = points[-1] if points and points[-1].category in (RESIDUAL, BONUS) else None
     plain = [p for p in points if p.parent >= 0 and (p.parent, p.id) not in on_path and p is not extra]
     path = [p for p in points if (p.parent, p.id) in on_path]
-    fig.add_trace(_edge_trace(points, plain, "tree edge", EDGE_COLOR, EDGE_WIDTH, "solid", False))
+    traces = [_edge_trace(points, plain, "tree edge", EDGE_COLOR, EDGE_WIDTH, "solid", False)]
     if path:
-        fig.add_trace(_edge_trace(points, path, "accepted path", STATUS_COLORS[ACCEPTED], PATH_WIDTH,
-                                  "solid", True))
+        traces.append(_edge_trace(points, path, "accepted path", STATUS_COLORS[ACCEPTED], PATH_WIDTH, "solid", True))
     if extra is not None:
-        fig.add_trace(_edge_trace(points, [extra], f"emitted {extra.category}", COLORS[extra.category],
+        traces.append(_edge_trace(points, [extra], f"emitted {extra.category}", COLORS[extra.category],
                                   PATH_WIDTH, "dot", True))
+    return traces
 
 
 def _edge_trace(points: list[Point], children: list[Point], name: str, color: str, width: float,
-                dash: str, legend: bool) -> go.Scatter:
+                dash: str, legend: bool) -> dict:
     by_id = {p.id: p for p in points}
     xs: list[float | None] = []
     ys: list[float | None] = []
@@ -105,23 +105,23 @@ def _edge_trace(points: list[Point], children: list[Point], name: str, color: st
         parent = by_id[child.parent]
         xs += [parent.x, child.x, None]
         ys += [parent.y, child.y, None]
-    return go.Scatter(x=xs, y=ys, mode="lines", name=name, showlegend=legend, hoverinfo="skip",
-                      line={"color": color, "width": width, "dash": dash})
+    return dict(type="scatter", x=xs, y=ys, mode="lines", name=name, showlegend=legend, hoverinfo="skip",
+                line={"color": color, "width": width, "dash": dash})
 
 
-def _style(fig: go.Figure, step: StepRecord, points: list[Point], title: str | None) -> None:
+def _layout(step: StepRecord, points: list[Point], title: str | None) -> dict:
     depth = max((p.x for p in points), default=0.0)
     slots = max((p.y for p in points), default=0.0) + 1
-    fig.update_layout(
+    return dict(
         title={"text": title if title is not None else default_title(step), "x": 0.01, "xanchor": "left",
                "y": 1.0, "yref": "container", "yanchor": "top", "pad": {"t": 12}},
         height=int(max(320, 46 * slots + 160)), margin={"l": 20, "r": 20, "t": 110, "b": 20},
         plot_bgcolor="white", hovermode="closest", dragmode="pan",
         legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0, "font": {"size": 12}},
         hoverlabel={"align": "left"},
+        xaxis={"visible": False, "range": [-0.4, depth + 0.6]},
+        yaxis={"visible": False, "range": [slots - 0.4, -0.9]},  # reversed: slot 0 on top, room for its label
     )
-    fig.update_xaxes(visible=False, range=[-0.4, depth + 0.6])
-    fig.update_yaxes(visible=False, range=[slots - 0.4, -0.9])  # reversed: slot 0 on top, room for its label
 
 
 def default_title(step: StepRecord) -> str:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import html
 import json
 import random
 from dataclasses import replace
 
+import plotly.graph_objects as go
 import pytest
+from plotly.subplots import make_subplots
 
 from decoding.run.schema import BONUS, RESIDUAL, STATUSES, trace_from_json, trace_to_json
 from tests import fixtures_records as fx
@@ -158,6 +161,49 @@ def test_node_figure_of_an_unverified_node_has_only_p_and_q():
     fig = node_figure.node_figure(fx.step_residual(), 5)
     assert [t.name for t in fig.data] == ["p (target)", "q (draft)"]
     assert "not on the accepted path" in fig.layout.title.text
+
+
+@pytest.mark.parametrize("titles", [("a",), ("a", "b"), ("a", "b", "c")])
+@pytest.mark.parametrize("spacing", [0.12, 0.3])
+def test_subplots_is_the_layout_make_subplots_builds(titles, spacing):
+    made = make_subplots(rows=len(titles), cols=1, shared_xaxes=True, vertical_spacing=spacing, subplot_titles=titles)
+    assert go.Figure({"layout": node_figure.subplots(titles, spacing)}).to_dict() == made.to_dict()
+
+
+def _slow_node_figure(step, node_id: int) -> go.Figure:
+    """node_figure as it was built before the one-dict build (make_subplots, add_trace, update_*): the oracle."""
+    node, visit = step.nodes[node_id], visit_at(step, node_id)
+    tokens = node_figure.node_tokens(node, visit, 10)
+    names = node_figure._axis_labels(tokens, visit)
+    rows = 2 if visit is not None and visit.updates else 1
+    fig = make_subplots(rows=rows, cols=1, shared_xaxes=True, vertical_spacing=0.12,
+                        subplot_titles=node_figure._subtitles(rows))
+    fig.add_trace(go.Bar(x=names, y=[node_figure._bar(t.p) for t in tokens], name="p (target)",
+                         marker_color=node_figure.P_COLOR), 1, 1)
+    fig.add_trace(go.Bar(x=names, y=[node_figure._bar(t.q) for t in tokens], name="q (draft)",
+                         marker_color=node_figure.Q_COLOR), 1, 1)
+    for i, update in enumerate(visit.updates if rows == 2 else ()):
+        mass = {t.token: t.p for t in update.residual_top}
+        fig.add_trace(go.Bar(x=names, y=[mass.get(t.token, 0.0) for t in tokens],
+                             name=f"residual after test {update.after_test + 1}",
+                             marker_color=node_figure.RESIDUAL_COLOR,
+                             marker_opacity=0.35 + 0.65 * (i + 1) / len(visit.updates),
+                             hovertext=html.escape(update.note)), 2, 1)
+    fig.update_layout(title={"text": node_figure.node_title(step, node, visit), "x": 0.01}, barmode="group",
+                      height=260 + 170 * rows, margin={"l": 40, "r": 20, "t": 110, "b": 40},
+                      legend={"orientation": "h", "y": -0.15}, plot_bgcolor="white")
+    fig.update_yaxes(range=[0, 1], gridcolor="#EEEEEE", title_text="probability")
+    return fig
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_node_figure_is_the_figure_make_subplots_and_add_trace_build(step):
+    rows = set()
+    for node in step.nodes:
+        fig = node_figure.node_figure(step, node.id)
+        assert fig.to_dict() == _slow_node_figure(step, node.id).to_dict()
+        rows.add("yaxis2" in fig.layout.to_plotly_json())
+    assert True in rows or step is STEPS[1]  # the residual step has a two-row node (its residual updates)
 
 
 # ---- stats ---------------------------------------------------------------------------------------
