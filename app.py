@@ -24,7 +24,8 @@ from ui.run_cache import RunCache
 from ui.session import PAIRS, Controls, new_session
 from ui.views import Views
 
-CSS = ".specscope-status p { margin: 0.2em 0; } #tree-plot { min-height: 320px; }"
+CSS = (".specscope-status p { margin: 0.2em 0; } #tree-plot { min-height: 320px; } "
+       ".specscope-offscreen { position: absolute !important; left: -10000px; top: 0; width: 640px; }")
 INTRO = ("# specscope\nLive multi-candidate speculative decoding: a draft model (q) proposes a tree of tokens, "
          "the target (p) scores it in one forward, a verifier accepts a path.")
 

@@ -21,6 +21,14 @@ def page(browser, app_url):
         yield page
 
 
+def test_plotly_is_loaded_and_has_drawn_off_screen_before_the_first_step(page):
+    """Else plotly.js loads, parses and first draws inside the second Step (issue 8: a 1.3 s click)."""
+    page.wait_for_function("() => window.Plotly && document.querySelector('#plotly-warmup .scatterlayer .point')"
+                           " && document.querySelector('#plotly-warmup .barlayer .point')", timeout=30_000)
+    box = page.locator("#plotly-warmup").bounding_box()
+    assert box["width"] > 0 and box["x"] + box["width"] < 0  # drawn at a real size, never seen
+
+
 def test_step_draws_the_tree_and_the_screenshot_is_saved(page):
     for n in (1, 2, 3):
         page.click("#step-btn")
