@@ -95,6 +95,13 @@ class ComparePanel:
     def clear(self) -> Out:
         return {self.note: NOT_COMPARED, self.multiples: None, self.laws: None, self.table: table([])}
 
+    def unchanged(self, before: Session, session: Session) -> Out:
+        """Skip the cleared figures and table when no step of either session was compared: every step
+        the page could show draws them cleared (a Step's usual case; only the note names the step)."""
+        if any(s.compare is not None for s in (*before.steps, *session.steps)):
+            return {}
+        return {self.multiples: gr.skip(), self.laws: gr.skip(), self.table: gr.skip()}
+
 
 NOT_COMPARED = "Tick **compare**, choose the verifiers and press **Step** to compare them on one step."
 

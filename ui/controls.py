@@ -135,9 +135,9 @@ def _step_once(views: Views, session: Session, controls: Controls, progress: gr.
         return views.draw(session, status=note)
     run, fresh = decode.open_run(session, controls, progress, views.caps, *compared, runs=runs)
     decode.advance(run)
-    session = decode.commit(session, controls, run, fresh)
-    decode.keep(runs, session, run, request)
-    return views.draw(session)
+    after = decode.commit(session, controls, run, fresh)
+    decode.keep(runs, after, run, request)
+    return views.draw(after, before=session)
 
 
 def run(views: Views, values: dict, progress: gr.Progress = PROGRESS, request: gr.Request = None, *,
@@ -154,8 +154,8 @@ def run(views: Views, values: dict, progress: gr.Progress = PROGRESS, request: g
                                       *compare.selected(views, values), runs=runs)
         try:
             for latest in _stream(current, controls, live, fresh):
-                current = latest
-                yield views.draw(current)
+                shown, current = current, latest
+                yield views.draw(current, before=shown)
         finally:  # also when Stop cancels: the next Step checks that the run still matches
             decode.keep(runs, current, live, request)
     except ValueError as err:

@@ -57,8 +57,13 @@ class Views:
     def outputs(self) -> list[Any]:
         return [self.state, self.status] + [c for p in self.panels for c in p.named().values()]
 
-    def draw(self, session: Session, position: int | None = None, status: str | None = None) -> Out:
-        """Every view for step `position` (1-based; default the last), drawn from records only."""
+    def draw(self, session: Session, position: int | None = None, status: str | None = None,
+             before: Session | None = None) -> Out:
+        """Every view for step `position` (1-based; default the last), drawn from records only.
+
+        `before`: the session the page showed until now (Step and Run know it): a panel with an
+        `unchanged(before, session)` method names there the components whose value the page already
+        shows, sent as gr.skip() (nothing to redraw in the browser)."""
         steps = session.steps
         out: Out = {self.state: session}
         if not steps:
@@ -70,6 +75,9 @@ class Views:
         out[self.status] = status if status is not None else status_text(session, position)
         for panel in self.panels:
             out.update(panel.draw(session, position))
+        if before is not None and before.steps:  # the page shows a drawn session (not the first page)
+            for panel in self.panels:
+                out.update(getattr(panel, "unchanged", _nothing)(before, session))
         return out
 
     def named(self, out: Out) -> SimpleNamespace:
@@ -92,6 +100,10 @@ class Views:
         except Exception as err:  # noqa: BLE001 - one user's failure must not take the app down
             log.exception("handler failed")
             return self.problem(session, internal_error(err))
+
+
+def _nothing(before: Session, session: Session) -> Out:
+    return {}
 
 
 def internal_error(err: Exception) -> str:

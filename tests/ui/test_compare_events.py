@@ -124,3 +124,53 @@ def test_run_level_comparison_draws_a_row_per_verifier():
     assert [r[0] for r in rows] == ["rrs", "rrs_wor"] and out[PANEL.runs_plot] is not None
     bad = compare.compare_runs(VIEWS, PANEL, {**values, PANEL.seeds: 2.5}, progress=None)
     assert "⚠️" in bad[PANEL.runs_note] and bad[PANEL.runs_plot] is None
+
+
+# ---- send only what changed: the page never shows a stale compare view --------------------------------
+SHOWN = ("compare_note", "compare_multiples", "compare_table", "compare_laws")
+
+
+def _value(v):
+    return v.to_json() if hasattr(v, "to_json") else v
+
+
+def _apply(page: dict, out) -> int:
+    """What the browser does with a handler's output: a gr.skip() leaves the shown value. Returns the skips."""
+    skips = 0
+    for name in SHOWN:
+        value = getattr(out, name)
+        if value == {"__type__": "update"}:
+            skips += 1
+        else:
+            page[name] = _value(value)
+    return skips
+
+
+def test_a_step_skips_only_compare_views_the_page_already_shows():
+    """Oracle: after every Step the page (previous values where skipped) equals a full redraw."""
+    plain = dict(compare=None, compare_keys=None, compare_mc=None)
+    compared = dict(compare=True, compare_keys=FOUR, compare_mc=0.0)
+    other = replace(CONTROLS, seed=5)  # changed controls: a new run, whose steps were never compared
+    actions = [(CONTROLS, plain), (CONTROLS, plain), (CONTROLS, compared), (other, plain), (other, plain),
+               "reset", (CONTROLS, plain), (CONTROLS, plain)]
+    page: dict = {}
+    session, skips = Session(), []
+    for action in actions:
+        if action == "reset":
+            out = VIEWS.named(ui_controls.reset(VIEWS, session))
+        else:
+            out = step(session, action[0], **action[1])
+        skips.append(_apply(page, out))
+        session = out.session
+        full = VIEWS.named(VIEWS.draw(session))
+        assert page == {name: _value(getattr(full, name)) for name in SHOWN}
+    # skipped: a plain step after plain steps only; drawn: a first step, a new run after a compared step, reset
+    assert skips == [0, 3, 0, 0, 3, 0, 0, 3]
+
+
+def test_run_skips_the_cleared_compare_views_after_its_first_step():
+    controls = replace(CONTROLS, max_new_tokens=6)
+    values = VIEWS.inputs(None, **raw(controls, compare=None, compare_keys=None, compare_mc=None))
+    outs = [VIEWS.named(o) for o in ui_controls.run(VIEWS, values, progress=None)]
+    assert len(outs) >= 2 and outs[0].compare_multiples is None
+    assert all(o.compare_multiples == {"__type__": "update"} for o in outs[1:])
