@@ -153,13 +153,14 @@ class _Fit(NamedTuple):
     @staticmethod
     def of(q: torch.Tensor, w: torch.Tensor, k: int) -> _Fit:
         special = torch.nonzero((w == 0) | (w > W_HI)).flatten()  # [s]
-        z = float(q[special][w[special] == 0].sum())  # q-mass of the weight-0 tokens (q = 0 ones add nothing)
+        z = float(q[special][w[special] == 0].sum()) if special.numel() else 0.0  # q-mass of the weight-0 tokens
         if special.numel() == w.numel():
             return _Fit(k, z ** (k - 1), None, None)
         m_lo, bins, b = _bin_index(w, special)
         sigma = _offsets(w, b, m_lo, bins)  # [V]
         moments = _bin_moments(q, sigma, b, bins)  # [TERMS, bins]
-        pf, py, nodes = _grid(bins)  # [TERMS, L] e^{-y} (-y)^j and e^{-y} (-y)^j / j! y on the 1-D grid of t c
+        pf, py, count = _grid(bins)  # [TERMS, L] e^{-y} (-y)^j and e^{-y} (-y)^j / j! y on the 1-D grid of t c
+        nodes = slice(0, RATIO * (count - 1) + 1, RATIO)  # the T positions of the log t nodes on the grid
         laplace = z + _correlate_sum(moments, pf)[nodes]  # [T]
         weight = torch.zeros(pf.shape[1], dtype=torch.float64)  # [L] trapezoid weights at the nodes
         weight[nodes] = STEP * (laplace ** (k - 1) - z ** (k - 1))  # x (G(t) - G(inf))
@@ -219,7 +220,7 @@ def _bin_index(w: torch.Tensor, special: torch.Tensor) -> tuple[int, int, torch.
         lo, hi = (float(v) for v in torch.aminmax(log_w))
     m_lo = math.floor(lo)
     bins = math.floor(hi) - m_lo + 1
-    b = log_w.floor_().sub_(m_lo).clamp_(0, bins - 1).long()  # [V]
+    b = log_w.sub_(m_lo).clamp_(max=bins - 1).long()  # [V] >= 0, so truncation is floor (the clamp: rounding)
     b[special] = bins
     return m_lo, bins, b
 
@@ -260,15 +261,15 @@ def _tables() -> tuple[torch.Tensor, torch.Tensor]:
 POWERS_F, POWERS_Y = _tables()
 
 
-def _grid(bins: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _grid(bins: int) -> tuple[torch.Tensor, torch.Tensor, int]:
     """The values y = t c of every (log t node, bin centre) pair on one 1-D grid, as STEP = RATIO bins:
     y[i, b] = y_1d[RATIO i + b]. Nodes run from a t <= T_LO for the largest weight to t a >= Y_MAX for
     the smallest. On the lattice y_1d[n] = T_LO e^{BIN (n - bins + 1/2)}, so the grid is a slice of the
-    constant tables (views): e^{-y} (-y)^j and e^{-y} (-y)^j / j! y [TERMS, L], and the node positions [T]."""
+    constant tables (views): e^{-y} (-y)^j and e^{-y} (-y)^j / j! y [TERMS, L], and the node count T."""
     count = math.ceil((LOG_SPAN + BIN * bins) / STEP) + 1  # T
     start = MAX_BINS - bins  # table column of n = 0
     end = start + RATIO * (count - 1) + bins
-    return POWERS_F[:, start:end], POWERS_Y[:, start:end], RATIO * torch.arange(count)
+    return POWERS_F[:, start:end], POWERS_Y[:, start:end], count
 
 
 def _spectra(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, int]:
