@@ -13,17 +13,21 @@ Computing r (no Monte Carlo):
       E[a/(a+S)] = P(S=0) + int_0^inf a e^{-ta} (M(t)^{k-1} - P(S=0)) dt.
   The integrand is smooth and bell-shaped in tau = log t, so the trapezoid rule in tau with step 0.3
   converges geometrically (error ~ e^{-pi^2/0.3} ~ 1e-14); the grid spans every token's bump. All
-  e^{-t w} are evaluated by binning tokens on log w (width 0.05) and expanding e^{-t w} around each
-  bin centre to 10 Taylor terms (e^{-y} (y sigma)^j / j! <= sigma^j / sqrt(2 pi j), |sigma| <= 0.026),
-  so the cost is a few [T, bins] contractions and 10 [V] passes instead of V x T exponentials. The
-  trapezoid step is exactly 6 bins, so t c lies on ONE geometric 1-D grid and both [T, bins]
-  contractions (the Laplace transform, the bump coefficients) are correlations, done by FFT.
-  The full [V] law reuses the fit's bins and sigmas, and the [V] work is done in place: at
-  V = 49152 a fresh tensor's page faults cost more than its arithmetic.
-  Checked against enumeration and against the direct V x T quadrature in tests/test_verifiers_khisti.py
+  e^{-t w} are evaluated by binning tokens on log w (width 0.0375, on one global lattice) and expanding
+  e^{-t w} around each bin centre to 9 Taylor terms (e^{-y} (y sigma)^j / j! <= sigma^j / sqrt(2 pi j),
+  |sigma| <= 0.019), so the cost is 9 [V] scatter passes and a few [T, bins] contractions instead of
+  V x T exponentials. The trapezoid step is exactly 8 bins and the bins sit on a fixed lattice, so t c
+  lies on ONE geometric 1-D grid that is a slice of constant tables, and both [T, bins] contractions (the
+  Laplace transform, the bump coefficients) are correlations, done by FFT.
+  Speed (bench verifiers, V = 49152, k = 8: the fit is done afresh for every node): tokens are placed
+  with float32 logs (a placement error only moves a token to a neighbouring bin; sigma = w/c - 1 is then
+  computed from w itself), the full [V] law reuses the fit's bins and sigmas, and the [V] work is done
+  in place where a fresh tensor is not needed.
+  Checked against enumeration and against the direct V x T quadrature in tests/verify/test_verifiers_khisti.py
   (agreement ~1e-13; the total of r, exactly 1 for the true law, is 1 within 1e-12). The fit is done
-  once per node; the accept test evaluates r at the selected token only, the whole [V] law is built
-  only when the residual is needed.
+  once per node; the accept test evaluates r at the selected token only (in Python floats, rounding
+  exactly as the full law's separate multiplies and adds do: the same number bit for bit), the whole
+  [V] law is built only when the residual is needed.
 
 Conventions, applied identically by the selection and by both law computations (so they define a
 slightly different, equally lossless selection rule rather than an approximation):
