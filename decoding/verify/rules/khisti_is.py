@@ -163,13 +163,8 @@ class _Fit(NamedTuple):
         m_lo, bins, b = _bin_index(w, special)
         sigma = _offsets(w, b, m_lo, bins)  # [V]
         moments = _bin_moments(q, sigma, b, bins)  # [TERMS, bins]
-        pf, py, count = _grid(bins)  # [TERMS, L] e^{-y} (-y)^j and e^{-y} (-y)^j / j! y on the 1-D grid of t c
-        nodes = slice(0, RATIO * (count - 1) + 1, RATIO)  # the T positions of the log t nodes on the grid
-        laplace = z + _correlate_sum(moments, pf)[nodes]  # [T]
-        weight = torch.zeros(pf.shape[1], dtype=torch.float64)  # [L] trapezoid weights at the nodes
-        weight[nodes] = STEP * (laplace ** (k - 1) - z ** (k - 1))  # x (G(t) - G(inf))
         coeff = torch.zeros(TERMS, bins + 1, dtype=torch.float64)  # [TERMS, bins + 1]
-        coeff[:, :bins] = _correlate(weight[None, :], py)[:, :bins]
+        coeff[:, :bins] = _coefficients(moments, z, k, bins)
         return _Fit(k, z ** (k - 1), coeff, _Placement(special, b, sigma))
 
     def full_law(self, q: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -248,53 +243,51 @@ def _bin_moments(q: torch.Tensor, sigma: torch.Tensor, b: torch.Tensor, bins: in
     return out[:, :bins] / FACTORIALS[:, None]
 
 
-def _tables() -> tuple[torch.Tensor, torch.Tensor]:
-    """e^{-y} (-y)^j and e^{-y} (-y)^j / j! y [TERMS, n] at y = T_LO e^{BIN (m + 1/2)}, m = -MAX_BINS, ...:
-    every value of t c any node uses (zero where y > Y_MAX: terms below e^{-39}). Constants."""
+def _tables() -> torch.Tensor:
+    """e^{-y} (-y)^j [TERMS + 1, n] at y = T_LO e^{BIN (m + 1/2)}, m = -MAX_BINS, ...: every value of t c
+    any node uses (zero where y > Y_MAX: terms below e^{-39}). A constant."""
     top = math.ceil(LOG_SPAN / BIN) + MAX_BINS + RATIO
     y = torch.exp(math.log(T_LO) + BIN * (torch.arange(-MAX_BINS, top + 1, dtype=torch.float64) + 0.5))
     live = (y <= Y_MAX).double()
     y = y * live
-    powers = torch.empty(TERMS, y.shape[0], dtype=torch.float64)  # e^{-y} (-y)^j / j!
+    powers = torch.empty(TERMS + 1, y.shape[0], dtype=torch.float64)
     powers[0] = torch.exp(-y) * live
-    for j in range(1, TERMS):
-        powers[j] = powers[j - 1] * (-y / j)
-    return powers * FACTORIALS[:, None], powers * y
+    for j in range(1, TERMS + 1):
+        powers[j] = powers[j - 1] * -y
+    return powers
 
 
-POWERS_F, POWERS_Y = _tables()
+POWERS = _tables()
 
 
-def _grid(bins: int) -> tuple[torch.Tensor, torch.Tensor, int]:
+def _grid(bins: int) -> tuple[torch.Tensor, int]:
     """The values y = t c of every (log t node, bin centre) pair on one 1-D grid, as STEP = RATIO bins:
     y[i, b] = y_1d[RATIO i + b]. Nodes run from a t <= T_LO for the largest weight to t a >= Y_MAX for
     the smallest. On the lattice y_1d[n] = T_LO e^{BIN (n - bins + 1/2)}, so the grid is a slice of the
-    constant tables (views): e^{-y} (-y)^j and e^{-y} (-y)^j / j! y [TERMS, L], and the node count T."""
+    constant table (a view): e^{-y} (-y)^j [TERMS + 1, L], and the node count T."""
     count = math.ceil((LOG_SPAN + BIN * bins) / STEP) + 1  # T
     start = MAX_BINS - bins  # table column of n = 0
-    end = start + RATIO * (count - 1) + bins
-    return POWERS_F[:, start:end], POWERS_Y[:, start:end], count
+    return POWERS[:, start : start + RATIO * (count - 1) + bins], count
 
 
-def _spectra(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, int]:
-    size = 1 << (b.shape[1] - 1).bit_length()
-    return torch.fft.rfft(b, size) * torch.fft.rfft(a, size).conj(), size
-
-
-def _correlate(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """c[j, s] = sum_n a[j, n] b[j, s + n] for the lags s the callers read, by FFT (a [J or 1, n_a], b [J, L];
-    rows broadcast). The grids are a few thousand long: this replaces [T, bins] Horner passes.
-    A circular transform of size >= L wraps nothing here: every pair the callers use has s + n < L
-    (moments: s = RATIO i, n < bins; coefficients: s < bins, n = RATIO i).
-    Rounding: absolute errors ~1e-16 x |a| |b|, far below the quadrature's 1e-13."""
-    spectrum, size = _spectra(a, b)
-    return torch.fft.irfft(spectrum, size)[:, : b.shape[1]]
-
-
-def _correlate_sum(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """sum_j of `_correlate(a, b)` [L]: the sum is taken on the spectra, so ONE inverse transform."""
-    spectrum, size = _spectra(a, b)
-    return torch.fft.irfft(spectrum.sum(0), size)[: b.shape[1]]
+def _coefficients(moments: torch.Tensor, z: float, k: int, bins: int) -> torch.Tensor:
+    """[TERMS, bins] the polynomial coefficients c[j, b] = sum_i weight_i e^{-y} (-y)^j / j! y at y = t_i c_b,
+    weight_i = STEP (G(t_i) - G(inf)), G = laplace^(k-1), laplace(t_i) = z + sum_j,b moments[j, b] e^{-y} (-y)^j.
+    Both [T, bins] contractions are correlations along the 1-D grid, done by FFT on ONE transform of the
+    grid: e^{-y} (-y)^j / j! y = -e^{-y} (-y)^(j+1) / j!, row j + 1 of the same table.
+    A circular transform of size >= L wraps nothing: every pair used has lag + index < L. Rounding:
+    absolute errors ~1e-16 x |a| |b|, far below the quadrature's 1e-13."""
+    grid, count = _grid(bins)  # [TERMS + 1, L]
+    length = grid.shape[1]
+    size = 1 << (length - 1).bit_length()
+    spectrum = torch.fft.rfft(grid, size)  # [TERMS + 1, F]
+    nodes = slice(0, RATIO * (count - 1) + 1, RATIO)  # the T positions of the log t nodes on the grid
+    lagged = (spectrum[:TERMS] * torch.fft.rfft(moments, size).conj()).sum(0)  # [F]
+    laplace = z + torch.fft.irfft(lagged, size)[nodes]  # [T]
+    weight = torch.zeros(length, dtype=torch.float64)  # [L] trapezoid weights at the nodes
+    weight[nodes] = STEP * (laplace ** (k - 1) - z ** (k - 1))  # x (G(t) - G(inf))
+    bumps = torch.fft.irfft(spectrum[1:] * torch.fft.rfft(weight, size).conj(), size)[:, :bins]  # [TERMS, bins]
+    return bumps.div_(FACTORIALS[:, None]).neg_()
 
 
 def _sd_test(p: torch.Tensor, xs: Sequence[int], chosen: int, law: InducedLaw) -> Test:
