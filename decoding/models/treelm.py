@@ -13,12 +13,12 @@ they are fed, causally, in front of the tree nodes of the next step's first call
 
 from __future__ import annotations
 
-import contextvars
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 import torch
 
+from decoding.models.packed_linear import packed_products, use_packed_projection
 from decoding.verify.tree import DraftTree
 
 
@@ -169,39 +169,6 @@ def step_inputs(tree: DraftTree, nodes: list[int], pending: list[int], slots: di
     return ids, additive_mask(allowed, dtype), positions[None]
 
 
-SMALL_M = (8, 64)  # row counts for which W @ x.T beats F.linear's GEMM on CPU (measured; 5 rows: a tie)
-_IN_TREE_FORWARD = contextvars.ContextVar("specscope_tree_forward", default=False)
-
-
-def _small_m_forward(linear: torch.nn.Linear):
-    """A Linear forward that computes (W @ x.T).T for 8..64 rows inside a tree forward: MKL's GEMM for a few
-    rows costs 1.5-3x the GEMV-like product on this CPU (lm_head, 13 rows: 41 ms vs 16 ms). Same maths,
-    float rounding only. Outside HFTreeLM.logits (generate(), prefill) the stock F.linear runs."""
-    weight, bias = linear.weight, linear.bias
-
-    def forward(x: torch.Tensor) -> torch.Tensor:
-        rows = x.numel() // x.shape[-1]
-        if not (_IN_TREE_FORWARD.get() and SMALL_M[0] <= rows <= SMALL_M[1] and x.device.type == "cpu"):
-            return torch.nn.functional.linear(x, weight, bias)
-        out = (weight @ x.reshape(rows, -1).T).T  # [rows, out]
-        if bias is not None:
-            out = out + bias
-        return out.reshape(*x.shape[:-1], weight.shape[0])
-
-    return forward
-
-
-def use_small_m_projection(model) -> None:
-    """Route every float nn.Linear of `model` (the tree forward's few-row products) through the cheaper
-    small-M product. Idempotent; one-row decode steps and long prefills keep F.linear."""
-    if getattr(model, "_specscope_small_m", False):
-        return
-    for module in model.modules():
-        if type(module) is torch.nn.Linear and module.weight.dtype in (torch.float32, torch.float64):
-            module.forward = _small_m_forward(module)
-    model._specscope_small_m = True
-
-
 class HFTreeLM(TreeBook):
     """A transformers causal LM behind the TreeLM protocol, with its own DynamicCache (one per session).
 
@@ -212,7 +179,7 @@ class HFTreeLM(TreeBook):
     def __init__(self, model, vocab_size: int | None = None) -> None:
         super().__init__()
         self.model = model
-        use_small_m_projection(model)  # inert outside this class's tree forwards
+        use_packed_projection(model)  # few-row products packed once per row bucket; inert outside logits
         self.model_vocab = int(model.config.get_text_config().vocab_size)
         self.vocab_size = int(vocab_size or self.model_vocab)
         self.cache = None
@@ -248,14 +215,10 @@ class HFTreeLM(TreeBook):
         ids, mask, positions = step_inputs(tree, nodes, pending, self.slots, self.n_cached,
                                            self.n_cached + len(self.pending), filled, self.model.dtype)
         dev = self.device
-        flag = _IN_TREE_FORWARD.set(True)
-        try:
-            with torch.inference_mode():
-                out = self.model(input_ids=ids.to(dev), attention_mask=mask.to(dev),
-                                 position_ids=positions.to(dev), past_key_values=self.cache, use_cache=True,
-                                 logits_to_keep=len(nodes))
-        finally:
-            _IN_TREE_FORWARD.reset(flag)
+        with torch.inference_mode(), packed_products():
+            out = self.model(input_ids=ids.to(dev), attention_mask=mask.to(dev),
+                             position_ids=positions.to(dev), past_key_values=self.cache, use_cache=True,
+                             logits_to_keep=len(nodes))
         self.pending_fed = True
         self.forwards += 1
         return self._fit_vocab(out.logits[0, -len(nodes):].float().cpu())  # [len(nodes), V]
