@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 import torch
 
-from decoding.models import embedded, fast_draft, lookup, toy
+from decoding.models import embedded, fast_draft, lean_draft, lookup, toy
 from decoding.models.codec import Codec, HFCodec, eos_ids_of, max_context_of
 from decoding.models.hfload import (
     ModelLoadError,
@@ -161,6 +161,8 @@ def embedded_pair(device: str = "auto", progress: Progress = _stderr) -> ModelPa
 
     def quantize() -> torch.nn.Module:
         progress("building the int8 self-draft (per-channel weights, down_proj kept float32)")
+        if lean_draft.supports(model) and model.device.type == "cpu":
+            return lean_draft.LeanInt8Llama(model)  # the same draft, computed without overhead
         return embedded.int8_self_draft(model)
 
     draft = cached(("embedded-int8-draft:" + embedded.MODEL_NAME, "cpu", "qint8"), quantize)
@@ -182,6 +184,8 @@ def embedded_fast_pair(device: str = "auto", progress: Progress = _stderr) -> Mo
 
     def build() -> torch.nn.Module:
         progress(f"building the fast int8 self-draft (down_proj float32, head over the first {FAST_HEAD_SIZE} ids)")
+        if lean_draft.supports(model) and model.device.type == "cpu":
+            return lean_draft.LeanInt8Llama(model, head_size=FAST_HEAD_SIZE)
         return fast_draft.fast_self_draft(model, FAST_HEAD_SIZE)
 
     draft = cached((f"embedded-fast-draft:{embedded.MODEL_NAME}:{FAST_HEAD_SIZE}", "cpu", "qint8"), build)

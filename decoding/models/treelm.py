@@ -196,7 +196,8 @@ class HFTreeLM(TreeBook):
         from transformers import DynamicCache
 
         self._reset(context)
-        self.cache = DynamicCache()
+        new_cache = getattr(self.model, "new_cache", None)  # a lean model brings its own cache kind
+        self.cache = new_cache() if callable(new_cache) else DynamicCache()
         self.n_cached, self.pending, self.pending_fed, self.slots = 0, [], False, {}
         if len(context) > 1:
             ids = torch.tensor([self.context[:-1]], device=self.device)  # [1, P]

@@ -10,7 +10,7 @@ import types
 import pytest
 import torch
 
-from decoding.models import embedded, pairs, space
+from decoding.models import embedded, lean_draft, pairs, space
 from decoding.run import engine
 from decoding.run.config import DecodeConfig
 from tests.conftest import save_tiny_llama
@@ -64,8 +64,12 @@ def test_the_embedded_pair_loads_the_hub_model_and_its_int8_self_draft(fake_spac
     assert asked and set(asked) == {space.HUB_ID}
     assert pair.kind == "embedded" and pair.vocab_size == 8
     assert pair.target_model.config.hidden_size == 32  # the stand-in, not the wheel's model
-    quantized = [n for n, m in pair.draft_model.named_modules() if "quantized" in type(m).__module__]
-    assert quantized and not any(n.endswith("down_proj") for n in quantized)
+    draft = pair.draft_model  # the int8 self-draft, lean forward: int8 products, the target's float32 down_proj
+    assert isinstance(draft, lean_draft.LeanInt8Llama) and draft.head_size == pair.vocab_size
+    target_layers = pair.target_model.model.layers
+    assert len(draft.lean_layers) == len(target_layers)
+    assert all(lean.down.data_ptr() == layer.mlp.down_proj.weight.data_ptr()
+               for lean, layer in zip(draft.lean_layers, target_layers, strict=True))
     config = DecodeConfig(verifier="greedy", branching=(2, 1), temperature=0.0, max_new_tokens=6, chat=False)
     trace = engine.generate(pair, config, "the cat")
     assert len(trace.generated_ids) == 6 and all(s.target_forwards == 1 for s in trace.steps)
