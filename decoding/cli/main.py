@@ -17,6 +17,7 @@ BENCHES = {
     "engine": "decoding.cli.bench_engine",
     "efficiency": "decoding.cli.bench_efficiency",
     "speed": "decoding.cli.bench_speed",
+    "forwards": "decoding.cli.bench_forwards",
 }
 
 

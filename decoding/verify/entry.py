@@ -10,6 +10,7 @@ from types import ModuleType
 import torch
 
 from decoding.verify import laws
+from decoding.verify.entry_base import EntryBase
 from decoding.verify.rules.common import conditional_chain, verify_chain
 from decoding.verify.rules.node_cache import NodeCache
 from decoding.verify.step_law import Outcome, node_level_law
@@ -23,7 +24,7 @@ AcceptanceFn = Callable[[torch.Tensor, torch.Tensor, int], float]
 
 
 @dataclass(frozen=True)
-class Verifier:
+class Verifier(EntryBase):
     """A token-level verifier.
 
     verify(p, q, candidates, generator) -> NodeVerdict
@@ -79,18 +80,3 @@ class Verifier:
     def step_law(self, tree: DraftTree, p: torch.Tensor, q: torch.Tensor) -> list[Outcome]:
         """The exact law of this step's outcome given the tree (see step_law.py)."""
         return node_level_law(self, tree, p, q)
-
-    def sample(self, q: torch.Tensor, k: int, generator: torch.Generator) -> list[int]:
-        """k candidates from q with this verifier's candidate law, in draw order."""
-        self.check_k(k)
-        return self.law.sample(q, k, generator)
-
-    def check_k(self, k: int) -> None:
-        """Refuse a candidate count this verifier is not defined for, with a clear message."""
-        if k < 1:
-            raise ValueError(f"verifier {self.name!r} needs at least one candidate per node, got {k}")
-        if self.max_candidates is not None and k > self.max_candidates:
-            raise ValueError(
-                f"verifier {self.name!r} ({self.title}) takes at most {self.max_candidates} "
-                f"candidates per node, got {k}"
-            )

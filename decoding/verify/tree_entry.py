@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import torch
 
 from decoding.verify import laws
+from decoding.verify.entry_base import EntryBase
 from decoding.verify.step_law import Outcome
 from decoding.verify.tree import DraftTree
 from decoding.verify.walk import Walk
@@ -59,7 +60,7 @@ ShapeFn = Callable[[DraftTree], str | None]
 
 
 @dataclass(frozen=True)
-class TreeVerifier:
+class TreeVerifier(EntryBase):
     """A tree-level verifier with the registry's metadata (same fields as a token-level Verifier).
 
     shape(tree) -> None when the verifier is defined on this tree, else a one-line refusal.
@@ -97,17 +98,9 @@ class TreeVerifier:
         self._check_shape(tree)
         return sorted(self.law_fn(tree, p, q), key=lambda o: o.path)
 
-    def sample(self, q: torch.Tensor, k: int, generator: torch.Generator) -> list[int]:
-        """k candidates from q with the law this verifier assumes, in draw order (for drafting)."""
-        self.check_k(k)
-        return self.law.sample(q, k, generator)
-
-    def check_k(self, k: int) -> None:
-        if k < 1:
-            raise ValueError(f"verifier {self.name!r} needs at least one candidate per node, got {k}")
-        if self.max_candidates is not None and k > self.max_candidates:
-            raise ValueError(f"verifier {self.name!r} ({self.title}) supports {self.shapes}; got {k} "
-                             f"candidates at a node")
+    def too_many(self, k: int) -> str:
+        """A tree-level entry's limit is a shape: say which ones it supports."""
+        return f"supports {self.shapes}; got {k} candidates at a node"
 
     def _check_shape(self, tree: DraftTree) -> None:
         refusal = self.shape(tree)

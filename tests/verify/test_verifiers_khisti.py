@@ -13,6 +13,7 @@ from decoding.verify.rules import khisti_is
 from tests.verifier_oracles import dirichlet_pair, mixed_law
 
 F64 = torch.float64
+V_REAL = 49152  # SmolLM2's vocabulary
 
 
 def _direct_quadrature(q: torch.Tensor, w: torch.Tensor, k: int, step: float = 0.2) -> torch.Tensor:
@@ -67,15 +68,17 @@ def test_raw_integral_sums_to_one_at_full_vocabulary(scale, top):
     assert bool((r >= 0).all()) and abs(float(r.sum()) - 1.0) < 1e-12
 
 
-def test_law_at_one_token_equals_the_full_law():
-    """The accept test evaluates r at the selected token only; it must be the same number."""
+def test_law_at_one_token_equals_the_full_law_bit_for_bit():
+    """The accept test evaluates r at the selected token only; it must be the very number the full law
+    holds there (a cached node reads the full law), for every token, special weights included."""
     g = torch.Generator().manual_seed(9)
-    p = torch.softmax(torch.randn(5000, generator=g, dtype=F64) * 2, 0)
-    q = torch.softmax(torch.randn(5000, generator=g, dtype=F64) * 2, 0)
-    law = khisti_is.InducedLaw(q, khisti_is.sir_weights(p, q), 6)
-    tokens = [0, 17, int(torch.argmax(p)), int(torch.argmax(q)), int(torch.argmin(p / q))]
-    singles = [law.at(y) for y in tokens]
-    assert singles == pytest.approx(law.full()[tokens].tolist(), rel=1e-14, abs=1e-300)
+    p = torch.softmax(torch.randn(V_REAL, generator=g, dtype=F64), 0)
+    q = torch.softmax(torch.randn(V_REAL, generator=g, dtype=F64), 0)
+    q[:3] = torch.tensor([0.0, 1e-22, 1e-3])  # weight 0, a huge weight, p(0) > 0 with q(0) = 0
+    p[2] = 0.0  # weight 0 with q > 0
+    law = khisti_is.InducedLaw(q, khisti_is.sir_weights(p, q), 8)
+    singles = [law.at(y) for y in range(V_REAL)]  # before full(): at() then reads the full law
+    assert singles == law.full().tolist()
 
 
 def test_extreme_weights_match_enumeration():

@@ -12,7 +12,7 @@ the later updates) and the exact conditional law (`chain_law`, no randomness).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -66,6 +66,29 @@ class Final:
 
 
 Event = Test | Update | Final
+
+
+def ratio_test(i: int, x: int, target: torch.Tensor, draft: torch.Tensor, names: str = "p/q") -> Test:
+    """Candidate i's accept test target(x)/draft(x) (names: "target/draft" as the label shows them), noted
+    as skipped when draft(x) = 0: a token that law could not have drawn (a warp mismatch; threshold 0)."""
+    t_name, d_name = names.split("/")
+    note = skip_note(i, x, draft, d_name)
+    return Test(i, x, float(target[x]), float(draft[x]), f"{t_name}(x)/{d_name}(x)", note=note)
+
+
+def skip_note(i: int, x: int, draft: torch.Tensor, name: str = "q") -> str:
+    """The note of a candidate the draft law could not have produced ("" when it could)."""
+    return "" if float(draft[x]) > 0 else f"candidate {i} (token {x}) has {name}(x) = 0: skipped (threshold 0)"
+
+
+def residual_tail(
+    p: torch.Tensor, target: torch.Tensor, draft: torch.Tensor, note: str = "", hits: tuple[int, ...] = ()
+) -> Iterator[Event]:
+    """The events after a single-draft rule's rejected test: the residual norm((target - draft)_+) [V],
+    then the law to draw from (p when that residual holds no mass)."""
+    r = residual(target, draft)  # [V]
+    yield Update(r, note=note)
+    yield Final(final_residual(r, p), hits=hits)
 
 
 def prepare(

@@ -18,25 +18,15 @@ from collections.abc import Iterator, Sequence
 import torch
 
 from decoding.verify import laws
-from decoding.verify.rules.common import (
-    Event,
-    Final,
-    Test,
-    Update,
-    final_residual,
-    residual,
-    restricted,
-)
+from decoding.verify.rules.common import Event, ratio_test, residual_tail, restricted
 
 
 def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event]:
     i, y = len(xs) - 1, xs[-1]
     q_rest = restricted(q, xs[:-1])  # [V] law of the random candidate
-    note = f"candidate {i} (token {y}) has q'(x) = 0: skipped (threshold 0)" if not float(q_rest[y]) > 0 else ""
-    yield Test(i, y, float(p[y]), float(q_rest[y]), "p(x)/q'(x)", note=note)
-    r = residual(p, q_rest)  # [V] p on T, (p - q')_+ elsewhere
-    yield Update(r, note="a residual sample in the top set accepts that candidate")
-    yield Final(final_residual(r, p), hits=tuple(range(i)))  # only the top set T descends on a hit
+    yield ratio_test(i, y, p, q_rest, "p/q'")
+    note = "a residual sample in the top set accepts that candidate"
+    yield from residual_tail(p, p, q_rest, note, hits=tuple(range(i)))  # p on T, (p - q')_+ elsewhere; only T descends
 
 
 def acceptance(p: torch.Tensor, q: torch.Tensor, k: int) -> float:

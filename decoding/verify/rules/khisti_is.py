@@ -13,17 +13,21 @@ Computing r (no Monte Carlo):
       E[a/(a+S)] = P(S=0) + int_0^inf a e^{-ta} (M(t)^{k-1} - P(S=0)) dt.
   The integrand is smooth and bell-shaped in tau = log t, so the trapezoid rule in tau with step 0.3
   converges geometrically (error ~ e^{-pi^2/0.3} ~ 1e-14); the grid spans every token's bump. All
-  e^{-t w} are evaluated by binning tokens on log w (width 0.05) and expanding e^{-t w} around each
-  bin centre to 10 Taylor terms (e^{-y} (y sigma)^j / j! <= sigma^j / sqrt(2 pi j), |sigma| <= 0.026),
-  so the cost is a few [T, bins] contractions and 10 [V] passes instead of V x T exponentials. The
-  trapezoid step is exactly 6 bins, so t c lies on ONE geometric 1-D grid and both [T, bins]
-  contractions (the Laplace transform, the bump coefficients) are correlations, done by FFT.
-  The full [V] law reuses the fit's bins and sigmas, and the [V] work is done in place: at
-  V = 49152 a fresh tensor's page faults cost more than its arithmetic.
-  Checked against enumeration and against the direct V x T quadrature in tests/test_verifiers_khisti.py
+  e^{-t w} are evaluated by binning tokens on log w (width 0.0375, on one global lattice) and expanding
+  e^{-t w} around each bin centre to 9 Taylor terms (e^{-y} (y sigma)^j / j! <= sigma^j / sqrt(2 pi j),
+  |sigma| <= 0.019), so the cost is 9 [V] scatter passes and a few [T, bins] contractions instead of
+  V x T exponentials. The trapezoid step is exactly 8 bins and the bins sit on a fixed lattice, so t c
+  lies on ONE geometric 1-D grid that is a slice of constant tables, and both [T, bins] contractions (the
+  Laplace transform, the bump coefficients) are correlations, done by FFT.
+  Speed (bench verifiers, V = 49152, k = 8: the fit is done afresh for every node): tokens are placed
+  with float32 logs (a placement error only moves a token to a neighbouring bin; sigma = w/c - 1 is then
+  computed from w itself), the full [V] law reuses the fit's bins and sigmas, and the [V] work is done
+  in place where a fresh tensor is not needed.
+  Checked against enumeration and against the direct V x T quadrature in tests/verify/test_verifiers_khisti.py
   (agreement ~1e-13; the total of r, exactly 1 for the true law, is 1 within 1e-12). The fit is done
-  once per node; the accept test evaluates r at the selected token only, the whole [V] law is built
-  only when the residual is needed.
+  once per node; the accept test evaluates r at the selected token only (in Python floats, rounding
+  exactly as the full law's separate multiplies and adds do: the same number bit for bit), the whole
+  [V] law is built only when the residual is needed.
 
 Conventions, applied identically by the selection and by both law computations (so they define a
 slightly different, equally lossless selection rule rather than an approximation):
@@ -52,21 +56,22 @@ from decoding.verify.verdict import NodeVerdict
 W_LO = 1e-14
 W_HI = 1e16
 ENUMERATION_LIMIT = 20_000  # tuples
-BIN = 0.05  # bin width in log w
-RATIO = 6  # the trapezoid step in log t is RATIO bins, so t c takes values on ONE geometric grid
+BIN = 0.0375  # bin width in log w; bins lie on ONE global lattice [BIN m, BIN (m + 1)), m an integer
+RATIO = 8  # the trapezoid step in log t is RATIO bins, so t c takes values on ONE geometric grid
 STEP = RATIO * BIN  # trapezoid step in log t (0.3)
-TERMS = 10  # Taylor terms in sigma = w/c - 1: the dropped e^{-y} (y sigma)^10/10! <= sigma^10/8 ~ 1e-17
+TERMS = 9  # Taylor terms in sigma = w/c - 1 (|sigma| <= 0.019): the dropped e^{-y} (y sigma)^9/9! <= 4e-17
 Y_MAX = 40.0  # e^{-t c} below e^{-40} is dropped
 T_LO = 1e-17  # the grid starts where a t <= 1e-17 for every weight a
 FACTORIALS = torch.tensor([math.factorial(j) for j in range(TERMS)], dtype=torch.float64)
+LOG_SPAN = math.log(Y_MAX / T_LO)  # the log t range one weight needs
+MAX_BINS = math.ceil(math.log(W_HI / W_LO) / BIN) + 3  # log weights in (W_LO, W_HI], float32 rounding
 
 
 def sir_weights(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
-    """[V] importance weights w = p/q on supp q (0 elsewhere and below W_LO), capped to stay finite."""
-    w = q.clamp(min=1e-300)  # [V] one fresh tensor, divided in place: p <= 1 and q >= 1e-300 keep it finite
-    torch.div(p, w, out=w)
-    w.mul_(q > 0)  # in place on our own tensor: 0 off the support of q
-    return w.mul_(w > W_LO).clamp_(max=1e300)
+    """[V] importance weights w = p/q on supp q (0 elsewhere and below W_LO), capped to stay finite.
+    Four passes: p/0 (inf or nan) is 0 off the support, as is a ratio that overflows (q < 1e-308)."""
+    w = torch.div(p, q).nan_to_num_(nan=0.0, posinf=0.0)  # [V] our own tensor from here on
+    return torch.nn.functional.threshold_(w, W_LO, 0.0).clamp_(max=1e300)  # w <= W_LO counts as 0
 
 
 def selection(weights: torch.Tensor) -> torch.Tensor:
@@ -98,7 +103,7 @@ class InducedLaw:
         self._fit: _Fit | None = None
         if k == 1:
             self._full = q.clone()
-        elif method == "enumerate" or (method == "auto" and int((q > 0).sum()) ** k <= ENUMERATION_LIMIT):
+        elif method == "enumerate" or (method == "auto" and int(torch.count_nonzero(q)) ** k <= ENUMERATION_LIMIT):
             self._full = _enumerated_law(q, w, k)
         else:
             self._fit = _Fit.of(q, w, k)
@@ -106,7 +111,7 @@ class InducedLaw:
     def at(self, token: int) -> float:
         if self._full is not None:
             return float(self._full[token])
-        return float(self._fit.law(self.q[token : token + 1], self.w[token : token + 1])[0])
+        return self._fit.at(self.q, self.w, token)
 
     def full(self) -> torch.Tensor:
         if self._full is None:
@@ -134,11 +139,11 @@ def integrated_law(q: torch.Tensor, w: torch.Tensor, k: int) -> torch.Tensor:
 
 
 class _Placement(NamedTuple):
-    """Where the fit put every token: kept so the full law reuses it instead of redoing [V] passes."""
+    """Where the fit put every token: kept so both evaluations reuse it instead of redoing [V] passes."""
 
     special: torch.Tensor  # [s] token ids with weight 0 or above W_HI (usually few): handled by index
-    b: torch.Tensor  # [V] bin index (0 at the special tokens)
-    sigma: torch.Tensor  # [V] w/c - 1 (0 at the special tokens)
+    b: torch.Tensor  # [V] bin index; the special tokens sit in an extra last bin whose coefficients are 0
+    sigma: torch.Tensor  # [V] w/c - 1 (-1 at the special tokens)
 
 
 class _Fit(NamedTuple):
@@ -146,126 +151,143 @@ class _Fit(NamedTuple):
 
     k: int
     g_inf: float  # P(S = 0) = z^(k-1), z = q-mass of the weight-0 tokens
-    lo: float  # smallest log weight in (0, W_HI]
-    bins: int
-    log_c: torch.Tensor | None  # [bins] log bin centres (None: no weight in (0, W_HI])
-    coeff: torch.Tensor | None  # [TERMS, bins]
-    placed: _Placement | None = None  # the tokens of the (q, w) the fit was made from
+    coeff: torch.Tensor | None  # [TERMS, bins + 1] (last column 0); None: no weight in (0, W_HI]
+    placed: _Placement | None  # the tokens of the (q, w) the fit was made from
 
     @staticmethod
     def of(q: torch.Tensor, w: torch.Tensor, k: int) -> _Fit:
         special = torch.nonzero((w == 0) | (w > W_HI)).flatten()  # [s]
-        w_s, q_s = w[special], q[special]
-        z = float(q_s[w_s == 0].sum())  # q-mass of the weight-0 tokens (q = 0 ones add nothing)
+        z = float(q[special][w[special] == 0].sum()) if special.numel() else 0.0  # q-mass of the weight-0 tokens
         if special.numel() == w.numel():
-            return _Fit(k, z ** (k - 1), 0.0, 1, None, None)
-        log_w = torch.log(w)  # [V] -inf at weight 0, up to log 1e300 above W_HI: both special
-        lo, hi = _log_range(log_w, special)
-        bins = max(1, math.ceil((hi - lo) / BIN))
-        log_c = lo + (torch.arange(bins, dtype=torch.float64) + 0.5) * BIN  # [bins]
-        fit = _Fit(k, z ** (k - 1), lo, bins, log_c, None)
-        b, sigma = fit.place(log_w)  # sigma is log_w's memory
-        sigma[special] = 0.0  # keeps sigma finite (no inf * 0 in the moments)
-        qm = q.clone()  # [V] q of the tokens in (0, W_HI]
-        qm[special] = 0.0
-        powers, y, nodes = _grid(lo, hi, bins)  # [TERMS, L] e^{-y} (-y)^j / j! on the 1-D grid of t c
-        moments = _bin_moments(qm, sigma, b, bins)  # [TERMS, bins]
-        laplace = z + _correlate(moments, powers * FACTORIALS[:, None]).sum(0)[nodes]  # [T]
-        weight = torch.zeros(powers.shape[1], dtype=torch.float64)  # [L] trapezoid weights at the nodes
-        weight[nodes] = STEP * (laplace ** (k - 1) - fit.g_inf)  # x (G(t) - G(inf))
-        coeff = _correlate(weight[None, :], powers * y)[:, :bins]  # [TERMS, bins]
-        return fit._replace(coeff=coeff, placed=_Placement(special, b, sigma))
+            return _Fit(k, z ** (k - 1), None, None)
+        m_lo, bins, b = _bin_index(w, special)
+        sigma = _offsets(w, b, m_lo, bins)  # [V]
+        moments = _bin_moments(q, sigma, b, bins)  # [TERMS, bins]
+        coeff = torch.zeros(TERMS, bins + 1, dtype=torch.float64)  # [TERMS, bins + 1]
+        coeff[:, :bins] = _coefficients(moments, z, k, bins)
+        return _Fit(k, z ** (k - 1), coeff, _Placement(special, b, sigma))
 
     def full_law(self, q: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-        """r at every token of the (q, w) the fit was made from [V]: the Horner passes only, on the kept
-        bins and sigmas; the special tokens are then written by index."""
-        if self.coeff is None or self.placed is None:
-            return self.law(q, w)
-        special, b, sigma = self.placed
-        r = self._horner(b, sigma, q)  # [V]
+        """r at every token of the (q, w) the fit was made from [V]: the Horner passes on the kept bins and
+        sigmas; the special tokens are then written by index."""
+        if self.placed is None:  # every token is special
+            special = torch.arange(q.shape[0])
+            r = torch.zeros_like(q)
+        else:
+            special, b, sigma = self.placed
+            r = self._horner(b, sigma, q)  # [V]
         w_s, q_s = w[special], q[special]
         factor = torch.full_like(q_s, float(self.k)).masked_fill_(w_s == 0, self.g_inf)  # [s] float64
         r[special] = q_s * factor  # weight 0: only the all-zero tuples select it; huge weights: always
         return r
 
-    def place(self, log_w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Bin index [n] and relative offset sigma = w/c - 1 [n] of each log weight. CONSUMES log_w: sigma
-        is written into it (a fresh [V] tensor costs page faults here, more than the arithmetic)."""
-        scratch = torch.sub(log_w, self.lo).div_(BIN).floor_().clamp_(0, self.bins - 1)  # -inf goes to bin 0
-        b = scratch.long()
-        centre = torch.index_select(self.log_c, 0, b, out=scratch)  # [n]
-        return b, log_w.sub_(centre).expm1_()
-
-    def law(self, q: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-        """r at the given tokens (q [n], w [n]): weight 0, weight in (0, W_HI], weight > W_HI."""
-        zero, mid = ((q > 0) & (w == 0)).double(), ((w > 0) & (w <= W_HI)).double()
-        r = q * (self.g_inf * zero + self.k * (w > W_HI).double())  # all-zero tuples; huge weights always
-        if self.coeff is None:
-            return r
-        b, sigma = self.place(torch.log(w * mid + (1.0 - mid)))
-        return r + self._horner(b, sigma, q) * mid
+    def at(self, q: torch.Tensor, w: torch.Tensor, token: int) -> float:
+        """r at one token, in Python floats (no tensor ops to dispatch): _horner's operations in its
+        order, each one IEEE double rounding, so the number is bit-identical to full_law's."""
+        w_y, q_y = float(w[token]), float(q[token])
+        if self.placed is None or w_y == 0 or w_y > W_HI:
+            return q_y * (self.g_inf if w_y == 0 else float(self.k))
+        column = self.coeff[:, int(self.placed.b[token])].tolist()  # [TERMS]
+        sigma = float(self.placed.sigma[token])
+        poly = column[-1]
+        for c in reversed(column[:-1]):
+            poly = c + poly * sigma
+        return (poly + poly * sigma + self.g_inf) * q_y * self.k
 
     def _horner(self, b: torch.Tensor, sigma: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
-        """k q (g_inf + (1 + sigma) poly(sigma)) [n], one bin row per token: ONE operation order for the
-        one-token and the full-vocabulary paths, so a cached law gives bit-identical tests."""
+        """k q (g_inf + (1 + sigma) poly(sigma)) [n], one bin row per token. Separate multiplies and adds
+        (addcmul may fuse them into one FMA rounding): each step rounds exactly as `at`'s Python floats do."""
         poly = self.coeff[TERMS - 1].index_select(0, b)  # [n]
-        scratch = torch.empty_like(poly)  # two buffers for the whole evaluation: no fresh tensor per term
+        scratch = torch.empty_like(poly)  # [n] the gathered coefficients: no fresh tensor per term
         for j in range(TERMS - 2, -1, -1):
-            torch.index_select(self.coeff[j], 0, b, out=scratch).addcmul_(poly, sigma)
-            poly, scratch = scratch, poly
+            poly.mul_(sigma).add_(torch.index_select(self.coeff[j], 0, b, out=scratch))
         torch.mul(poly, sigma, out=scratch)
         return poly.add_(scratch).add_(self.g_inf).mul_(q).mul_(self.k)
 
 
-def _log_range(log_w: torch.Tensor, special: torch.Tensor) -> tuple[float, float]:
-    """Smallest and largest log weight over the tokens that are not special."""
-    if special.numel() == 0:
-        lo, hi = torch.aminmax(log_w)
-        return float(lo), float(hi)
-    masked = log_w.clone()  # [V]
-    masked[special] = math.inf
-    lo = float(masked.min())
-    masked[special] = -math.inf
-    return lo, float(masked.max())
+def _bin_index(w: torch.Tensor, special: torch.Tensor) -> tuple[int, int, torch.Tensor]:
+    """The lattice index m_lo of the lowest bin, the bin count, and each token's bin [V] (the extra bin
+    `bins` for the special tokens). Placement only needs float32 logs: sigma is then computed from w
+    itself against the bin's centre, so a token near an edge merely lands in a neighbouring bin."""
+    log_w = w.to(torch.float32).log_().div_(BIN)  # [V] log w in bin widths
+    if special.numel():
+        log_w[special] = math.inf
+        lo = float(log_w.min())
+        log_w[special] = lo  # a finite placeholder; these tokens go to the extra bin below
+        hi = float(log_w.max())
+    else:
+        lo, hi = (float(v) for v in torch.aminmax(log_w))
+    m_lo = math.floor(lo)
+    bins = math.floor(hi) - m_lo + 1
+    b = log_w.sub_(m_lo).clamp_(max=bins - 1).long()  # [V] >= 0, so truncation is floor (the clamp: rounding)
+    b[special] = bins
+    return m_lo, bins, b
 
 
-def _bin_moments(qm: torch.Tensor, sigma: torch.Tensor, b: torch.Tensor, bins: int) -> torch.Tensor:
-    """[TERMS, bins] m[j, b] = sum over the bin's tokens of q sigma^j / j!."""
-    out = torch.zeros(TERMS, bins, dtype=torch.float64)
-    term = qm  # the caller's own copy: multiplied in place
-    for j in range(TERMS):
-        out[j].scatter_add_(0, b, term)  # cheaper than bincount, which scans for min and max
-        term.mul_(sigma)
-    return out / FACTORIALS[:, None]
+def _offsets(w: torch.Tensor, b: torch.Tensor, m_lo: int, bins: int) -> torch.Tensor:
+    """sigma = w/c - 1 [V], c the centre of each token's bin on the lattice; -1 in the extra bin."""
+    inv_c = torch.exp(-BIN * (m_lo + 0.5 + torch.arange(bins + 1, dtype=torch.float64)))  # [bins + 1]
+    inv_c[bins] = 0.0  # the special tokens: sigma = -1, finite whatever their weight
+    return inv_c.index_select(0, b).mul_(w).sub_(1.0)
 
 
-def _grid(lo: float, hi: float, bins: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The values y = t c of every (log t node, bin centre) pair on one 1-D grid, as STEP = RATIO bins:
-    y[i, b] = y_1d[RATIO i + b]. Nodes run from a t <= T_LO for the largest weight to t a >= 40 for the
-    smallest. Returns e^{-y} (-y)^j / j! [TERMS, L] and y [L], both zero where y > Y_MAX (terms below
-    e^{-39}), and the 1-D positions of the t nodes [T]."""
-    start, stop = math.log(T_LO) - hi, math.log(Y_MAX) - lo
-    count = math.ceil((stop - start) / STEP) + 1  # T
-    log_y = start + lo + 0.5 * BIN + BIN * torch.arange(RATIO * (count - 1) + bins, dtype=torch.float64)
-    y = torch.exp(log_y)  # [L]
+def _bin_moments(q: torch.Tensor, sigma: torch.Tensor, b: torch.Tensor, bins: int) -> torch.Tensor:
+    """[TERMS, bins] m[j, b] = sum over the bin's tokens of q sigma^j / j! (the extra bin is dropped)."""
+    out = torch.zeros(TERMS, bins + 1, dtype=torch.float64)
+    out[0].scatter_add_(0, b, q)  # cheaper than bincount, which scans for min and max
+    term = torch.mul(q, sigma)  # [V] our own buffer, multiplied in place
+    for j in range(1, TERMS):
+        out[j].scatter_add_(0, b, term)
+        if j < TERMS - 1:
+            term.mul_(sigma)
+    return out[:, :bins] / FACTORIALS[:, None]
+
+
+def _tables() -> torch.Tensor:
+    """e^{-y} (-y)^j [TERMS + 1, n] at y = T_LO e^{BIN (m + 1/2)}, m = -MAX_BINS, ...: every value of t c
+    any node uses (zero where y > Y_MAX: terms below e^{-39}). A constant."""
+    top = math.ceil(LOG_SPAN / BIN) + MAX_BINS + RATIO
+    y = torch.exp(math.log(T_LO) + BIN * (torch.arange(-MAX_BINS, top + 1, dtype=torch.float64) + 0.5))
     live = (y <= Y_MAX).double()
     y = y * live
-    powers = torch.empty(TERMS, y.shape[0], dtype=torch.float64)
+    powers = torch.empty(TERMS + 1, y.shape[0], dtype=torch.float64)
     powers[0] = torch.exp(-y) * live
-    for j in range(1, TERMS):
-        powers[j] = powers[j - 1] * (-y / j)
-    return powers, y, RATIO * torch.arange(count)
+    for j in range(1, TERMS + 1):
+        powers[j] = powers[j - 1] * -y
+    return powers
 
 
-def _correlate(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """c[j, s] = sum_n a[j, n] b[j, s + n] for the lags s the callers read, by FFT (a [J or 1, n_a], b [J, L];
-    rows broadcast). The grids are a few thousand long: this replaces [T, bins] Horner passes.
-    A circular transform of size >= L wraps nothing here: every pair the callers use has s + n < L
-    (moments: s = RATIO i, n < bins; coefficients: s < bins, n = RATIO i).
-    Rounding: absolute errors ~1e-16 x |a| |b|, far below the quadrature's 1e-13."""
-    size = 1 << (b.shape[1] - 1).bit_length()
-    spectrum = torch.fft.rfft(b, size) * torch.fft.rfft(a, size).conj()
-    return torch.fft.irfft(spectrum, size)[:, : b.shape[1]]
+POWERS = _tables()
+
+
+def _grid(bins: int) -> tuple[torch.Tensor, int]:
+    """The values y = t c of every (log t node, bin centre) pair on one 1-D grid, as STEP = RATIO bins:
+    y[i, b] = y_1d[RATIO i + b]. Nodes run from a t <= T_LO for the largest weight to t a >= Y_MAX for
+    the smallest. On the lattice y_1d[n] = T_LO e^{BIN (n - bins + 1/2)}, so the grid is a slice of the
+    constant table (a view): e^{-y} (-y)^j [TERMS + 1, L], and the node count T."""
+    count = math.ceil((LOG_SPAN + BIN * bins) / STEP) + 1  # T
+    start = MAX_BINS - bins  # table column of n = 0
+    return POWERS[:, start : start + RATIO * (count - 1) + bins], count
+
+
+def _coefficients(moments: torch.Tensor, z: float, k: int, bins: int) -> torch.Tensor:
+    """[TERMS, bins] the polynomial coefficients c[j, b] = sum_i weight_i e^{-y} (-y)^j / j! y at y = t_i c_b,
+    weight_i = STEP (G(t_i) - G(inf)), G = laplace^(k-1), laplace(t_i) = z + sum_j,b moments[j, b] e^{-y} (-y)^j.
+    Both [T, bins] contractions are correlations along the 1-D grid, done by FFT on ONE transform of the
+    grid: e^{-y} (-y)^j / j! y = -e^{-y} (-y)^(j+1) / j!, row j + 1 of the same table.
+    A circular transform of size >= L wraps nothing: every pair used has lag + index < L. Rounding:
+    absolute errors ~1e-16 x |a| |b|, far below the quadrature's 1e-13."""
+    grid, count = _grid(bins)  # [TERMS + 1, L]
+    length = grid.shape[1]
+    size = 1 << (length - 1).bit_length()
+    spectrum = torch.fft.rfft(grid, size)  # [TERMS + 1, F]
+    nodes = slice(0, RATIO * (count - 1) + 1, RATIO)  # the T positions of the log t nodes on the grid
+    lagged = (spectrum[:TERMS] * torch.fft.rfft(moments, size).conj()).sum(0)  # [F]
+    laplace = z + torch.fft.irfft(lagged, size)[nodes]  # [T]
+    weight = torch.zeros(length, dtype=torch.float64)  # [L] trapezoid weights at the nodes
+    weight[nodes] = STEP * (laplace ** (k - 1) - z ** (k - 1))  # x (G(t) - G(inf))
+    bumps = torch.fft.irfft(spectrum[1:] * torch.fft.rfft(weight, size).conj(), size)[:, :bins]  # [TERMS, bins]
+    return bumps.div_(FACTORIALS[:, None]).neg_()
 
 
 def _sd_test(p: torch.Tensor, xs: Sequence[int], chosen: int, law: InducedLaw) -> Test:

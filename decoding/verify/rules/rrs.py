@@ -16,21 +16,13 @@ from collections.abc import Iterator, Sequence
 
 import torch
 
-from decoding.verify.rules.common import (
-    Event,
-    Final,
-    Test,
-    Update,
-    final_residual,
-    residual,
-)
-from decoding.verify.rules.sd import skip_note
+from decoding.verify.rules.common import Event, Final, Update, final_residual, ratio_test, residual
 
 
 def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event]:
     r = p  # [V] running residual target
     for i, x in enumerate(xs):
-        yield Test(i, x, float(r[x]), float(q[x]), "r(x)/q(x)", note=skip_note(i, x, q))
+        yield ratio_test(i, x, r, q, "r/q")
         r = residual(r, q)  # [V] the update does not depend on which token was rejected
         yield Update(r)
     yield Final(final_residual(r, p))

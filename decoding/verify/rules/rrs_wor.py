@@ -17,23 +17,14 @@ from collections.abc import Iterator, Sequence
 
 import torch
 
-from decoding.verify.rules.common import (
-    Event,
-    Final,
-    Test,
-    Update,
-    final_residual,
-    residual,
-    restricted,
-)
+from decoding.verify.rules.common import Event, Final, Update, final_residual, ratio_test, residual, restricted
 
 
 def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event]:
     r, d = p, q  # [V] residual target, [V] law the current candidate was drawn from
     left = _Undrawn(q)
     for i, x in enumerate(xs):
-        note = f"candidate {i} (token {x}) has d(x) = 0: skipped (threshold 0)" if not float(d[x]) > 0 else ""
-        yield Test(i, x, float(r[x]), float(d[x]), "r(x)/d(x)", note=note)
+        yield ratio_test(i, x, r, d, "r/d")
         r = residual(r, d)  # subtract the law x_i was drawn from, before removing x_i from it
         left.drop(x)
         d = left.law() if left.mass > SAFE_MASS else restricted(q, xs[: i + 1])  # [V] law of the next draw

@@ -14,29 +14,14 @@ from collections.abc import Iterator, Sequence
 
 import torch
 
-from decoding.verify.rules.common import (
-    Event,
-    Final,
-    Test,
-    Update,
-    final_residual,
-    residual,
-)
+from decoding.verify.rules.common import Event, ratio_test, residual_tail
 
 
 def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event]:
     if len(xs) != 1:
         raise ValueError(f"speculative sampling (sd) verifies exactly one candidate, got {len(xs)}")
-    x = xs[0]
-    yield Test(0, x, float(p[x]), float(q[x]), "p(x)/q(x)", note=skip_note(0, x, q))
-    r = residual(p, q)  # [V] norm((p - q)_+)
-    yield Update(r)
-    yield Final(final_residual(r, p))
-
-
-def skip_note(i: int, x: int, q: torch.Tensor) -> str:
-    """A note for a candidate the draft law could not have produced."""
-    return f"candidate {i} (token {x}) has q(x) = 0: skipped (threshold 0)" if not float(q[x]) > 0 else ""
+    yield ratio_test(0, xs[0], p, q)
+    yield from residual_tail(p, p, q)  # norm((p - q)_+)
 
 
 def acceptance(p: torch.Tensor, q: torch.Tensor, k: int) -> float:

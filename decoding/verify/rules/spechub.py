@@ -29,6 +29,7 @@ from decoding.verify.rules.common import (
     Final,
     Test,
     normalised_residual_,
+    ratio_test,
     restricted,
 )
 
@@ -87,7 +88,7 @@ def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event
     a, i = hub_pair(q, xs)
     pa = float(p[a])
     if xs[0] == i:  # case (i, a)
-        yield Test(0, i, float(p[i]), float(q[i]), "p(x)/q(x)", note=sd.skip_note(0, i, q))
+        yield ratio_test(0, i, p, q)
         m = _masses(p, q, a)
         pa_left = pa - min(pa, m.r_ai)  # hub mass the (a, .) pairs did not serve
         yield Test(1, a, pa_left, m.r_ia, "pa'/R_ia")

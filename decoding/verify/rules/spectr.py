@@ -22,8 +22,7 @@ from collections.abc import Iterator, Sequence
 
 import torch
 
-from decoding.verify.rules.common import Event, Final, Test, normalised_residual_
-from decoding.verify.rules.sd import skip_note
+from decoding.verify.rules.common import Event, Final, Test, normalised_residual_, skip_note
 
 BUCKETS = 1024
 
