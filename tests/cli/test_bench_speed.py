@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from decoding.cli import bench_speed_report as report
 from decoding.run.config import DecodeConfig
@@ -94,3 +95,28 @@ def test_paths_and_other_pairs_name_their_methods():
             for m, v in [("generate", 10.0), ("specscope fast sd:1,1", 8.0), ("specscope fast sd:1,1 [toy]", 12.0)]]
     [other] = report.other_pairs(rows, configs, [0.0], ["toy"])
     assert other["fast_vs_generate"]["median"] == 1.2 and other["fast_vs_main_pair_fast"]["median"] == 1.5
+
+
+def test_assisted_generation_gets_a_transformers_twin_of_the_lean_draft(tiny_matching_folders):
+    """The embedded pairs' draft is a lean forward; transformers' assistant_model needs a transformers model of
+    the same draft function (a LeanInt8Llama passed as is raised AttributeError: no generation_config)."""
+    from types import SimpleNamespace
+
+    from transformers import AutoModelForCausalLM
+
+    from decoding.cli.bench_speed_methods import transformers_draft
+    from decoding.models.lean_draft import LeanInt8Llama
+
+    target = AutoModelForCausalLM.from_pretrained(tiny_matching_folders[0]).eval()
+    for head in (None, 4):
+        lean = LeanInt8Llama(target, head_size=head)
+        pair = SimpleNamespace(kind="embedded", target_name=f"tiny-{head}", target_model=target, draft_model=lean)
+        twin = transformers_draft(pair)
+        assert twin is not lean and twin.generation_config is not None
+        ids = torch.tensor([[3, 4, 5, 6]])
+        with torch.inference_mode():
+            want = twin(ids, logits_to_keep=1).logits[0, -1]  # one row: the int8 head quantizes per call
+            torch.testing.assert_close(lean(ids, logits_to_keep=1).logits[0, -1], want, rtol=1e-4, atol=1e-4)
+            out = target.generate(input_ids=ids, attention_mask=torch.ones_like(ids), assistant_model=twin,
+                                  max_new_tokens=3, do_sample=False)
+        assert out.shape[1] == ids.shape[1] + 3
