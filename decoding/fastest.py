@@ -5,27 +5,27 @@ A (pair kind, DecodeConfig) tuple for outside checks that time specscope on thei
 record=False is the fast path (no per-node records, no theory); the verifier is lossless, so the
 output law is the target's at any temperature. Importing this module loads no model and no torch.
 
-Tried for a cheaper draft (h-draft, 2026-11-23, 2-core CPU under load 10-12 from other jobs, so
-every timing there is noisy):
-- "embedded-fast" (fast_draft.py): the int8 self-draft with an lm_head over the first 16384 ids
-  (q = 0 beyond; agreement with the target's argmax .770 -> .770, alpha .787 -> .769). In one
-  interleaved run (`bench speed --pair embedded --also-pairs embedded-fast --configs sd:1,1,1,1
-  --paths fast --prompts 2 --repeats 1 --max-new-tokens 32 --threads 1`) its fast path ran at
-  0.94x [0.91-0.97] (T = 0) and 0.99x [0.92-1.06] (T = 0.8) of this pair's: no measurable gain, so
-  FASTEST keeps the embedded pair until an idle-machine run says otherwise.
-- SmoothQuant int8 down_proj: agreement .770 -> .660 (alpha .5) / .723 (alpha .7): more tokens per
-  step lost than the ~15 % of draft time it saves.
-- Weight-only int8/int4 kernels (`_weight_int8pack_mm`, `_weight_int4pack_mm_for_cpu`): 4-8x slower
-  than float32 for one row on this CPU; layer skipping: useless for this model (RUNTIME_NOTES.md).
-- Python overhead of the fast path (cProfile, 40 tokens, chain of 4, T = 0.8): 98 % of the step
-  is inside the two models' forwards; outside them ~1.5 % (warp, judge, commit): nothing to gain.
+What made it faster (idle 2-core CPU, `python -m decoding bench forwards --rounds 5 --calls 10`, ms per
+forward from a 200-token cache, interleaved): the draft now runs through lean_draft.py (same int8 draft
+law: fused q/k/v and gate/up int8 products, direct fbgemm calls, in-place key/value buffers) at 39 ms
+against transformers' 52 ms (0.67 vs 0.88 of a 59 ms one-token target forward); the verify forward's
+few-row products go through MKL's pre-packed GEMM (packed_linear.py): 5 rows 116 -> 94 ms, 22 rows
+222 -> 144 ms. With both, the shorter chain wins: a draft forward still costs 2/3 of a target forward.
 
-Idle machine, same day (`bench speed --pair embedded --also-pairs embedded-fast --configs sd:1,1,1,1
-rrs_wor:3,2,2 --paths fast,recorded --prompts 3 --repeats 2 --max-new-tokens 40 --threads 2`): this
-configuration ran at 0.58x plain generate() at T = 0 and 0.68x at T = 0.8 (rrs_wor 3,2,2: 0.46x / 0.62x;
-embedded-fast: 1.00x / 0.89x of the embedded pair's speed), 0.92x / 1.25x of transformers' assisted
-generation. So it is the fastest measured, not faster than plain decoding: a cached single-token forward
-of the int8 draft took 48 ms against the target's 57 ms on that machine (0.85, not RUNTIME_NOTES' 0.58).
+Idle machine, 2026-11-23 (`python -m decoding bench speed --pair embedded --configs sd:1,1 sd:1,1,1
+sd:1,1,1,1 rrs_wor:3,2,2 --temperatures 0,0.8 --paths fast,recorded --prompts 3 --repeats 2
+--max-new-tokens 40 --threads 2`), x plain generate() (median [min-max] over 6 paired runs):
+sd 1,1: 0.93x [0.85-1.17] at T = 0, 0.84x [0.71-1.00] at T = 0.8 (1.29x / 1.46x transformers' assisted
+generation with the same draft); sd 1,1,1: 0.91x / 0.83x; sd 1,1,1,1: 0.81x / 0.86x (before the lean
+draft and the packed verify: 0.58x / 0.68x); rrs_wor 3,2,2: 0.62x / 0.62x. So this is the fastest
+measured, still not faster than plain decoding on this CPU.
+
+Tried and not kept: a head over the first 16384 ids (embedded-fast: q = 0 beyond, alpha .787 -> .769):
+38.4 vs 39.4 ms per draft forward, no measurable gain; SmoothQuant int8 down_proj (agreement .770 ->
+.660-.723, more tokens per step lost than the draft time it saves); weight-only int8/int4 kernels (4-8x
+slower than float32 for one row here); layer skipping (useless for this model, RUNTIME_NOTES.md); a
+hand-written grouped attention and torch's fused rms_norm in the lean draft (no gain, within noise);
+W @ x.T for few-row products (replaced by the packed GEMM, better from 2 rows on).
 """
 
 from __future__ import annotations
@@ -34,5 +34,5 @@ from decoding.run.config import DecodeConfig
 
 FASTEST: tuple[str, DecodeConfig] = (
     "embedded",
-    DecodeConfig(verifier="sd", branching=(1, 1, 1, 1), temperature=0.0, record=False),
+    DecodeConfig(verifier="sd", branching=(1, 1), temperature=0.0, record=False),
 )
