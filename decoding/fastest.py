@@ -17,8 +17,10 @@ sd:1,1,1,1 rrs_wor:3,2,2 --temperatures 0,0.8 --paths fast,recorded --prompts 3 
 --max-new-tokens 40 --threads 2`), x plain generate() (median [min-max] over 6 paired runs):
 sd 1,1: 0.93x [0.85-1.17] at T = 0, 0.84x [0.71-1.00] at T = 0.8 (1.29x / 1.46x transformers' assisted
 generation with the same draft); sd 1,1,1: 0.91x / 0.83x; sd 1,1,1,1: 0.81x / 0.86x (before the lean
-draft and the packed verify: 0.58x / 0.68x); rrs_wor 3,2,2: 0.62x / 0.62x. So this is the fastest
-measured, still not faster than plain decoding on this CPU.
+draft and the packed verify: 0.58x / 0.68x); rrs_wor 3,2,2: 0.62x / 0.62x. With one torch thread
+(`--configs sd:1,1 sd:1,1,1 --paths fast --threads 1`, same prompts): sd 1,1 1.01x [0.89-1.07] / 0.93x,
+sd 1,1,1 1.04x [0.89-1.25] / 0.93x. So this is the fastest measured: level with plain decoding at
+T = 0 on one thread, still below it at T = 0.8 and on two threads.
 
 Tried and not kept: a head over the first 16384 ids (embedded-fast: q = 0 beyond, alpha .787 -> .769):
 38.4 vs 39.4 ms per draft forward, no measurable gain; SmoothQuant int8 down_proj (agreement .770 ->
