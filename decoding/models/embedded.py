@@ -142,15 +142,17 @@ def load_tokenizer(progress: Callable[[str], None]):
 
 def int8_self_draft(target) -> torch.nn.Module:
     """A CPU copy of `target` with int8 per-output-channel dynamic weights on every Linear but down_proj."""
+    return int8_linears(copy.deepcopy(target).to("cpu", torch.float32).eval(), keep_float=("down_proj",))
+
+
+def int8_linears(model, keep_float: tuple[str, ...] = ()) -> torch.nn.Module:
+    """int8 per-output-channel dynamic weights on every nn.Linear of `model` whose name does not end with
+    one of `keep_float` (in place)."""
     from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
-    draft = copy.deepcopy(target).to("cpu", torch.float32).eval()
-    spec = {
-        name: per_channel_dynamic_qconfig
-        for name, module in draft.named_modules()
-        if isinstance(module, torch.nn.Linear) and not name.endswith("down_proj")
-    }
+    spec = {name: per_channel_dynamic_qconfig for name, module in model.named_modules()
+            if isinstance(module, torch.nn.Linear) and not (keep_float and name.endswith(keep_float))}
     with warnings.catch_warnings():  # torch.ao.quantization is deprecated, and still the simplest tool here
         warnings.filterwarnings("ignore", category=DeprecationWarning)
         warnings.filterwarnings("ignore", message=".*deprecated.*", category=UserWarning)
-        return quantize_dynamic(draft, spec, dtype=torch.qint8, inplace=True)
+        return quantize_dynamic(model, spec, dtype=torch.qint8, inplace=True)

@@ -21,9 +21,10 @@ too much for speculation to beat plain decoding. Two parts of it are still expen
 from __future__ import annotations
 
 import copy
-import warnings
 
 import torch
+
+from decoding.models.embedded import int8_linears
 
 SMOOTH_ALPHA = 0.5  # SmoothQuant's migration strength: s = a^alpha / w^(1 - alpha)
 MIN_SCALE = 1e-5
@@ -82,19 +83,6 @@ def smooth_down_proj(model, amax: dict[int, torch.Tensor], alpha: float = SMOOTH
             if up.bias is not None:
                 up.bias.div_(s.to(up.bias.dtype))
             down.weight.mul_(s[None, :].to(down.weight.dtype))
-
-
-def int8_linears(model, keep_float: tuple[str, ...] = ()) -> torch.nn.Module:
-    """int8 per-output-channel dynamic weights on every nn.Linear of `model` whose name does not end with
-    one of `keep_float` (in place)."""
-    from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
-
-    spec = {name: per_channel_dynamic_qconfig for name, module in model.named_modules()
-            if isinstance(module, torch.nn.Linear) and not (keep_float and name.endswith(keep_float))}
-    with warnings.catch_warnings():  # torch.ao.quantization is deprecated, and still the simplest tool here
-        warnings.filterwarnings("ignore", category=DeprecationWarning)
-        warnings.filterwarnings("ignore", message=".*deprecated.*", category=UserWarning)
-        return quantize_dynamic(model, spec, dtype=torch.qint8, inplace=True)
 
 
 def fast_self_draft(target, head_size: int, calibration: list[list[int]] | None = None) -> torch.nn.Module:

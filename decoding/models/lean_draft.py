@@ -22,27 +22,21 @@ logits_to_keep), so HFTreeLM drives it like any transformers model.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
+from decoding.models.embedded import int8_linears
 from decoding.models.growing_cache import GrowingCache
+from decoding.models.treelm import additive_mask
 
 
 def _int8(weight: torch.Tensor) -> torch.Tensor:
     """fbgemm packed params of an int8 per-output-channel dynamic Linear with `weight` [out, in]."""
-    from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
-
     linear = torch.nn.Linear(weight.shape[1], weight.shape[0], bias=False)
     linear.weight = torch.nn.Parameter(weight.detach().to("cpu", torch.float32).clone(), requires_grad=False)
-    holder = torch.nn.Sequential(linear)
-    with warnings.catch_warnings():  # torch.ao.quantization is deprecated, and still the simplest tool here
-        warnings.filterwarnings("ignore", category=DeprecationWarning)
-        warnings.filterwarnings("ignore", message=".*deprecated.*", category=UserWarning)
-        quantize_dynamic(holder, {"0": per_channel_dynamic_qconfig}, dtype=torch.qint8, inplace=True)
-    return holder[0]._packed_params._packed_params
+    return int8_linears(torch.nn.Sequential(linear))[0]._packed_params._packed_params
 
 
 def _int8_product(x: torch.Tensor, packed) -> torch.Tensor:
@@ -169,5 +163,4 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
 
 def _causal_mask(n: int, filled: int) -> torch.Tensor:
     """[1, 1, n, filled + n] additive: row i sees the cache and new rows 0..i."""
-    allowed = torch.ones(n, filled + n, dtype=torch.bool).tril(filled)
-    return torch.zeros(allowed.shape).masked_fill_(~allowed, torch.finfo(torch.float32).min)[None, None]
+    return additive_mask(torch.ones(n, filled + n, dtype=torch.bool).tril(filled), torch.float32)
