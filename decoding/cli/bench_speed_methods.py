@@ -86,18 +86,15 @@ def assisted(pair, case: Case) -> Timed:
 def transformers_draft(pair):
     """The pair's draft as a transformers model (`assistant_model=` needs one). The embedded pairs run
     their int8 self-draft through lean_draft's forward; transformers gets the same draft function built
-    its own way (embedded.int8_self_draft / fast_draft.fast_self_draft), once per process."""
-    from decoding.models import embedded, fast_draft, lean_draft, pairs
+    its own way (pairs.transformers_self_draft), once per process."""
+    from decoding.models import lean_draft, pairs
 
     draft = pair.draft_model
     if not isinstance(draft, lean_draft.LeanInt8Llama):
         return draft
-    target, size = pair.target_model, draft.head_size
-    if size == draft.vocab:
-        return pairs.cached((f"transformers-int8-draft:{pair.target_name}", "cpu", "qint8"),
-                            lambda: embedded.int8_self_draft(target))
+    size = None if draft.head_size == draft.vocab else draft.head_size
     return pairs.cached((f"transformers-int8-draft:{pair.target_name}:{size}", "cpu", "qint8"),
-                        lambda: fast_draft.fast_self_draft(target, size))
+                        lambda: pairs.transformers_self_draft(pair.target_model, size))
 
 
 def prompt_lookup(pair, case: Case) -> Timed:

@@ -155,47 +155,68 @@ def _embedded_parts(device: str, progress: Progress):
     return model, codec
 
 
-def embedded_pair(device: str = "auto", progress: Progress = _stderr) -> ModelPair:
-    device = resolve_device(device)
-    model, codec = _embedded_parts(device, progress)
-
-    def quantize() -> torch.nn.Module:
-        progress("building the int8 self-draft (per-channel weights, down_proj kept float32)")
-        if lean_draft.supports(model) and model.device.type == "cpu":
-            return lean_draft.LeanInt8Llama(model)  # the same draft, computed without overhead
-        return embedded.int8_self_draft(model)
-
-    draft = cached(("embedded-int8-draft:" + embedded.MODEL_NAME, "cpu", "qint8"), quantize)
-    return ModelPair(
-        kind="embedded", target_name=embedded.MODEL_NAME,
-        draft_name=f"{embedded.MODEL_NAME} int8 self-draft (down_proj float32)", codec=codec,
-        new_target=lambda: HFTreeLM(model, codec.vocab_size), new_draft=lambda: HFTreeLM(draft, codec.vocab_size),
-        device=device, dtype="float32", target_model=model, draft_model=draft,
-        draft_dtype="int8 dynamic per-channel weights, down_proj float32 (cpu)",
-    )
-
-
 FAST_HEAD_SIZE = 16384  # token ids the fast draft scores (the lowest BPE ids: the most frequent merges)
 
 
+@dataclass(frozen=True)
+class SelfDraft:
+    """An embedded pair's int8 self-draft (SELF_DRAFTS[kind]): its head and what the page and load messages say."""
+
+    head_size: int | None  # None: the full head
+    building: str  # the load message
+    name: str  # ModelPair.draft_name after the model name
+    dtype: str  # ModelPair.draft_dtype
+
+
+SELF_DRAFTS = {
+    "embedded": SelfDraft(None, "building the int8 self-draft (per-channel weights, down_proj kept float32)",
+                          "int8 self-draft (down_proj float32)",
+                          "int8 dynamic per-channel weights, down_proj float32 (cpu)"),
+    "embedded-fast": SelfDraft(
+        FAST_HEAD_SIZE,
+        f"building the fast int8 self-draft (down_proj float32, head over the first {FAST_HEAD_SIZE} ids)",
+        f"int8 self-draft (down_proj float32, head: first {FAST_HEAD_SIZE} ids)",
+        f"int8 dynamic per-channel weights, down_proj float32, lm_head ids < {FAST_HEAD_SIZE} (cpu)"),
+}
+
+
+def int8_self_draft(model, head_size: int | None = None) -> torch.nn.Module:
+    """The int8 self-draft of `model` (head over the first head_size ids when given): the lean forward on
+    CPU for llama-style targets (lean_draft.py), transformers' own modules otherwise."""
+    if lean_draft.supports(model) and model.device.type == "cpu":
+        return lean_draft.LeanInt8Llama(model, head_size=head_size)  # the same draft, computed without overhead
+    return transformers_self_draft(model, head_size)
+
+
+def transformers_self_draft(model, head_size: int | None = None) -> torch.nn.Module:
+    """The same int8 self-draft as a transformers model (what transformers' assistant_model= needs)."""
+    if head_size is None:
+        return embedded.int8_self_draft(model)
+    return fast_draft.fast_self_draft(model, head_size)
+
+
+def embedded_pair(device: str = "auto", progress: Progress = _stderr) -> ModelPair:
+    return _self_draft_pair("embedded", device, progress)
+
+
 def embedded_fast_pair(device: str = "auto", progress: Progress = _stderr) -> ModelPair:
-    device = resolve_device(device)
+    return _self_draft_pair("embedded-fast", device, progress)
+
+
+def _self_draft_pair(kind: str, device: str, progress: Progress) -> ModelPair:
+    spec, device = SELF_DRAFTS[kind], resolve_device(device)
     model, codec = _embedded_parts(device, progress)
 
     def build() -> torch.nn.Module:
-        progress(f"building the fast int8 self-draft (down_proj float32, head over the first {FAST_HEAD_SIZE} ids)")
-        if lean_draft.supports(model) and model.device.type == "cpu":
-            return lean_draft.LeanInt8Llama(model, head_size=FAST_HEAD_SIZE)
-        return fast_draft.fast_self_draft(model, FAST_HEAD_SIZE)
+        progress(spec.building)
+        return int8_self_draft(model, spec.head_size)
 
-    draft = cached((f"embedded-fast-draft:{embedded.MODEL_NAME}:{FAST_HEAD_SIZE}", "cpu", "qint8"), build)
+    draft = cached((f"{kind}-draft:{embedded.MODEL_NAME}:{spec.head_size}", "cpu", "qint8"), build)
     return ModelPair(
-        kind="embedded-fast", target_name=embedded.MODEL_NAME,
-        draft_name=f"{embedded.MODEL_NAME} int8 self-draft (down_proj float32, head: first {FAST_HEAD_SIZE} ids)",
+        kind=kind, target_name=embedded.MODEL_NAME, draft_name=f"{embedded.MODEL_NAME} {spec.name}",
         codec=codec, new_target=lambda: HFTreeLM(model, codec.vocab_size),
         new_draft=lambda: HFTreeLM(draft, codec.vocab_size), device=device, dtype="float32",
-        target_model=model, draft_model=draft,
-        draft_dtype=f"int8 dynamic per-channel weights, down_proj float32, lm_head ids < {FAST_HEAD_SIZE} (cpu)",
+        target_model=model, draft_model=draft, draft_dtype=spec.dtype,
     )
 
 
