@@ -19,6 +19,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 
 import torch
 
@@ -37,12 +38,8 @@ def _cached_call(model, rows: int, packed: bool) -> Callable[[], None]:
     ids = torch.randint(10, 40000, (1, rows), generator=torch.Generator().manual_seed(1))  # [1, rows]
 
     def call() -> None:
-        with torch.inference_mode():
-            if packed:
-                with packed_products():
-                    model(input_ids=ids, past_key_values=lm.cache, use_cache=True, logits_to_keep=rows)
-            else:
-                model(input_ids=ids, past_key_values=lm.cache, use_cache=True, logits_to_keep=rows)
+        with torch.inference_mode(), packed_products() if packed else nullcontext():
+            model(input_ids=ids, past_key_values=lm.cache, use_cache=True, logits_to_keep=rows)
         for layer in lm.cache.layers:  # back to the context (a prefix: no copy for the lean cache)
             layer.keys, layer.values = layer.keys[..., :CONTEXT, :], layer.values[..., :CONTEXT, :]
 
