@@ -14,6 +14,7 @@ import logging
 import os
 import threading
 from dataclasses import replace
+from pathlib import Path
 
 import gradio as gr
 
@@ -24,6 +25,7 @@ from ui.run_cache import RunCache
 from ui.session import PAIRS, Controls, new_session
 from ui.views import Views
 
+PLOTLY_ONCE = Path(__file__).resolve().parent / "assets" / "plotly_once.js"
 CSS = (".specscope-status p { margin: 0.2em 0; } #tree-plot { min-height: 320px; } "
        ".specscope-offscreen { position: absolute !important; left: -10000px; top: 0; width: 640px; }")
 INTRO = ("# specscope\nLive multi-candidate speculative decoding: a draft model (q) proposes a tree of tokens, "
@@ -140,8 +142,13 @@ def main(argv: list[str] | None = None) -> None:
 
 def serve(demo: gr.Blocks, host: str, port: int, block: bool = True) -> None:
     """Queue and launch the page as the Space serves it (block=False returns once it listens: tests)."""
-    demo.queue(max_size=64).launch(server_name=host, server_port=port, css=CSS, max_file_size="50mb",
-                                   show_error=False, prevent_thread_lock=not block)
+    demo.queue(max_size=64).launch(server_name=host, server_port=port, css=CSS, head=head(),
+                                   max_file_size="50mb", show_error=False, prevent_thread_lock=not block)
+
+
+def head() -> str:
+    """The page's <head> additions: assets/plotly_once.js (each Step figure drawn once, not twice)."""
+    return f"<script>\n{PLOTLY_ONCE.read_text(encoding='utf-8')}</script>"
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@ app`, `main`) and the in-process handler time (`bench_step`, app.py --bench-step
 
 The browser benchmark launches app.py on a free port, one process per pair (so the embedded model is
 loaded in one process at a time), drives headless Chromium with playwright and times, inside the page,
-a Step click until the status line shows the new step: what a person waits for, queue, payload and
+a Step click until the status line and the tree figure show the new step: what a person waits for, queue, payload and
 rendering included. The first click of a run (it starts the run) is reported on its own.
 """
 
@@ -21,14 +21,17 @@ from ui import controls, decode
 from ui.local_app import CHROMIUM, ROOT, chromium, launched
 from ui.session import Controls
 
-# In the page: click Step, poll the status until it names step n (or a warning); milliseconds and the text.
+# In the page: click Step, poll until the status names step n and the tree figure's title shows step n
+# (drawn, not only sent), or a warning shows; milliseconds and the status text.
 CLICK_JS = """async (n) => {
   const status = () => document.querySelector('#status')?.innerText || '';
+  const tree = () => document.querySelector('#tree-plot .gtitle')?.textContent || '';
   const t0 = performance.now();
   document.querySelector('#step-btn button, button#step-btn').click();
   for (;;) {
     const text = status();
-    const done = text.includes(`Step ${n} of ${n}`) || text.includes('\\u26a0') || text.includes('has finished');
+    const drawn = text.includes(`Step ${n} of ${n}`) && tree().startsWith(`step ${n} `);
+    const done = drawn || text.includes('\\u26a0') || text.includes('has finished');
     if (done || performance.now() - t0 > 180000) return [performance.now() - t0, text];
     await new Promise(r => setTimeout(r, 5));
   }

@@ -9,7 +9,7 @@ from typing import Any
 import gradio as gr
 
 from ui.session import Session
-from ui.views import Out, Views
+from ui.views import Out, Views, plot
 from viz import node_figure
 from viz.tokens import shorten, visible
 
@@ -41,7 +41,7 @@ class Inspector:
         step = session.steps[position - 1]
         node = default_node(step)
         return {self.node: gr.update(choices=node_choices(step), value=node),
-                self.plot: node_figure.node_figure(step, node), self.tests: table(step, node)}
+                self.plot: plot(node_figure.node_spec(step, node)), self.tests: table(step, node)}
 
     def clear(self) -> Out:
         return {self.node: gr.update(choices=[], value=None), self.plot: None, self.tests: table(None, 0)}
@@ -78,7 +78,7 @@ def inspect(panel: Inspector, session: Session | None, position: Any, node: Any)
     step = steps[min(max(1, position), len(steps)) - 1]
     if not 0 <= node < len(step.nodes):
         return {panel.plot: None, panel.tests: table(None, 0)}
-    return {panel.plot: node_figure.node_figure(step, node), panel.tests: table(step, node)}
+    return {panel.plot: plot(node_figure.node_spec(step, node)), panel.tests: table(step, node)}
 
 
 def wire(views: Views, panel: Inspector, slider: gr.Slider) -> None:

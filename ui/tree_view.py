@@ -10,7 +10,7 @@ import gradio as gr
 import plotly.graph_objects as go
 
 from ui.session import Session
-from ui.views import Out, Views
+from ui.views import Out, Views, plot
 from viz import node_figure, text, tree_figure
 
 
@@ -37,7 +37,7 @@ class TreeView:
         return {
             self.slider: gr.update(minimum=1, maximum=max(2, len(steps)), value=position,
                                    interactive=len(steps) > 1),
-            self.tree: tree_figure.tree_figure(steps[position - 1]),
+            self.tree: plot(tree_figure.tree_spec(steps[position - 1])),
             self.text: text.highlighted(steps[:position]),
         }
 

@@ -17,9 +17,11 @@ from types import SimpleNamespace
 from typing import Any, Protocol
 
 import gradio as gr
+from gradio.components.plot import PlotData
 
 from ui.caps import Caps
 from ui.session import Controls, Session
+from viz.figure_json import drawn
 from viz.tokens import shorten
 
 log = logging.getLogger("specscope.app")
@@ -104,6 +106,11 @@ class Views:
 
 def _nothing(before: Session, session: Session) -> Out:
     return {}
+
+
+def plot(spec: dict) -> PlotData:
+    """A figure spec as gr.Plot's value, sent as is: no go.Figure validation on the Step path."""
+    return PlotData(type="plotly", plot=drawn(spec))
 
 
 def internal_error(err: Exception) -> str:

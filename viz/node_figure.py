@@ -41,8 +41,12 @@ def node_tokens(node: NodeRecord, visit: VisitRecord | None, top_n: int) -> list
 
 
 def node_figure(step: StepRecord, node_id: int, top_n: int = 10) -> go.Figure:
-    """The figure, built from plain dicts in one go.Figure call (see `subplots`): about 8x faster than
-    make_subplots + add_trace + update_layout, and this runs on every Step."""
+    return go.Figure(node_spec(step, node_id, top_n))
+
+
+def node_spec(step: StepRecord, node_id: int, top_n: int = 10) -> dict:
+    """The figure as plain dicts (see `subplots`: about 8x faster than make_subplots + add_trace +
+    update_layout, and this runs on every Step); the app sends it as is (viz.figure_json)."""
     node = step.nodes[node_id]
     visit = visit_at(step, node_id)
     tokens = node_tokens(node, visit, top_n)
@@ -56,10 +60,14 @@ def node_figure(step: StepRecord, node_id: int, top_n: int = 10) -> go.Figure:
     layout = subplots(_subtitles(rows))
     for axis in ("yaxis", "yaxis2")[:rows]:
         layout[axis].update(range=[0, 1], gridcolor="#EEEEEE", title={"text": "probability"})
+    for axis in ("xaxis", "yaxis", "xaxis2", "yaxis2")[:2 * rows]:
+        # Margins fixed, not grown to fit tick labels: automargin made the browser lay the figure
+        # out twice, half of its ~80 ms draw (measured in Chromium on this CPU, on every Step).
+        layout[axis].update(automargin=False)
     layout.update(title={"text": node_title(step, node, visit), "x": 0.01}, barmode="group",
                   height=260 + 170 * rows, margin={"l": 40, "r": 20, "t": 110, "b": 40},
                   legend={"orientation": "h", "y": -0.15}, plot_bgcolor="white")
-    return go.Figure({"data": traces, "layout": layout})
+    return {"data": traces, "layout": layout}
 
 
 def subplots(titles: tuple[str, ...], spacing: float = 0.12) -> dict:

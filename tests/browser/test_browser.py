@@ -29,7 +29,43 @@ def test_plotly_is_loaded_and_has_drawn_off_screen_before_the_first_step(page):
     assert box["width"] > 0 and box["x"] + box["width"] < 0  # drawn at a real size, never seen
 
 
+# Every plotly layout pass (supplyDefaults) assigns a new gd._fullLayout: count those assignments per plot.
+COUNT_LAYOUTS = """() => {
+  window.__layouts = {};
+  const count = (gd) => {
+    const host = gd.closest && gd.closest('[id]');
+    const key = host ? host.id : '?';
+    window.__layouts[key] = (window.__layouts[key] || 0) + 1;
+  };
+  Object.defineProperty(HTMLDivElement.prototype, '_fullLayout', {configurable: true, get() { return undefined; },
+    set(value) {
+      let current = value;
+      count(this);
+      Object.defineProperty(this, '_fullLayout', {configurable: true, get() { return current; },
+        set(next) { current = next; count(this); }});
+    }});
+}"""
+
+
+def test_a_step_lays_each_figure_out_once(page):
+    """Gradio's Plot drew every new figure twice (its outgoing component, then the new one: a {#key}
+    remount), and the node figure's automargin laid it out a second time: 4-6 plotly layouts per Step,
+    most of a toy Step's click-to-render time. assets/plotly_once.js and fixed margins make it one each."""
+    page.wait_for_function("() => window.Plotly", timeout=30_000)
+    page.evaluate(COUNT_LAYOUTS)
+    page.click("#step-btn")
+    page.wait_for_function("document.querySelector('#status')?.innerText.includes('Step 1 of 1')", timeout=60_000)
+    page.wait_for_timeout(500)  # a resize relayout comes 100 ms after a draw
+    page.evaluate("() => { window.__layouts = {}; }")  # the first Step also draws the page's first figures
+    page.click("#step-btn")
+    page.wait_for_function("document.querySelector('#status')?.innerText.includes('Step 2 of 2')", timeout=60_000)
+    page.wait_for_timeout(500)
+    assert page.evaluate("() => window.__layouts") == {"tree-plot": 1, "node-plot": 1}
+
+
 def test_step_draws_the_tree_and_the_screenshot_is_saved(page):
+    page.click("#reset-btn")
+    page.wait_for_function("document.querySelector('#status')?.innerText.includes('Reset')", timeout=30_000)
     for n in (1, 2, 3):
         page.click("#step-btn")
         page.wait_for_function(f"document.querySelector('#status')?.innerText.includes('Step {n} of {n}')",

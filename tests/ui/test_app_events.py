@@ -8,6 +8,7 @@ from dataclasses import fields, replace
 
 import gradio as gr
 import pytest
+from gradio.components.plot import PlotData
 
 import app
 from decoding.models import pairs as models
@@ -51,11 +52,12 @@ def baseline(session):
 
 
 def figure_json(fig) -> dict:
-    return json.loads(fig.to_json())
+    """A gr.Plot value as the page gets it: the app sends PlotData (JSON), other code go.Figure."""
+    return json.loads(fig.plot if isinstance(fig, PlotData) else fig.to_json())
 
 
 def tree_counts(views) -> dict[str, int]:
-    counts = tree_figure.figure_categories(views.tree)
+    counts = tree_figure.figure_categories(figure_json(views.tree))
     return {s: counts[s] for s in STATUSES}
 
 
@@ -107,7 +109,7 @@ def test_node_inspector_shows_the_tests_of_the_chosen_node(three_steps):
     tests = [row for row in table["data"] if row[0] == "test"]
     assert len(tests) == len(visit.tests)
     assert table["headers"] == list(node_figure.TEST_HEADERS)
-    assert plot.data[0].name == "p (target)"
+    assert figure_json(plot)["data"][0]["name"] == "p (target)"
 
 
 def test_export_then_import_replays_the_same_figures(three_steps, monkeypatch):

@@ -13,7 +13,7 @@ from plotly.subplots import make_subplots
 
 from decoding.run.schema import BONUS, RESIDUAL, STATUSES, trace_from_json, trace_to_json
 from tests import fixtures_records as fx
-from viz import node_figure, stats, text, tree_figure
+from viz import figure_json, node_figure, stats, text, tree_figure
 from viz.layout import tidy_layout
 from viz.lookup import visit_at
 from viz.palette import ORIGIN_NAMES
@@ -193,6 +193,8 @@ def _slow_node_figure(step, node_id: int) -> go.Figure:
                       height=260 + 170 * rows, margin={"l": 40, "r": 20, "t": 110, "b": 40},
                       legend={"orientation": "h", "y": -0.15}, plot_bgcolor="white")
     fig.update_yaxes(range=[0, 1], gridcolor="#EEEEEE", title_text="probability")
+    fig.update_xaxes(automargin=False)
+    fig.update_yaxes(automargin=False)
     return fig
 
 
@@ -204,6 +206,15 @@ def test_node_figure_is_the_figure_make_subplots_and_add_trace_build(step):
         assert fig.to_dict() == _slow_node_figure(step, node.id).to_dict()
         rows.add("yaxis2" in fig.layout.to_plotly_json())
     assert True in rows or step is STEPS[1]  # the residual step has a two-row node (its residual updates)
+
+
+@pytest.mark.parametrize("step", STEPS, ids=["residual", "bonus"])
+def test_the_json_the_app_sends_is_the_json_go_figure_makes(step):
+    """The app sends tree_spec/node_spec through figure_json.drawn (no validation); plotly.js must get
+    exactly what go.Figure(spec).to_json() gives, template included."""
+    specs = [tree_figure.tree_spec(step)] + [node_figure.node_spec(step, n.id) for n in step.nodes]
+    for spec in specs:
+        assert json.loads(figure_json.drawn(spec)) == json.loads(go.Figure(spec).to_json())
 
 
 # ---- stats ---------------------------------------------------------------------------------------
