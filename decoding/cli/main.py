@@ -18,6 +18,7 @@ BENCHES = {
     "efficiency": "decoding.cli.bench_efficiency",
     "speed": "decoding.cli.bench_speed",
     "forwards": "decoding.cli.bench_forwards",
+    "theory": "decoding.cli.bench_theory",
 }
 
 

@@ -23,6 +23,7 @@ from decoding.verify.theory_race import wor_miss_prefixes
 
 MAX_SUBSET_V = 12  # 2^V subsets: exact min-cut by enumeration up to this vocabulary size
 MAX_SUBSET_TUPLES = 20_000
+SLACK = 1e-12  # rounding margin of the pruning bounds in _scan_wor (only widens the exact part)
 
 
 def _f64(t: torch.Tensor) -> torch.Tensor:
@@ -103,13 +104,47 @@ def _scan_iid(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
 
 
 def _scan_wor(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
-    """min over ratio-sorted prefixes Y of p(Y) + 1 − Q_wo(x̄ ⊆ Y) (exponential race, theory_race)."""
+    """min over ratio-sorted prefixes Y of p(Y) + 1 − Q_wo(x̄ ⊆ Y) (exponential race, theory_race).
+
+    Only the prefixes that can hold the minimum get the exact (quadrature) miss: see _pruned_end.
+    """
     support = int((q > 0).sum())
     if k > support:
         return _wor_exhausted(p, q, k, support)
     order = ratio_order(p, q)
     p_in = _prefix_mass(p[order])  # [V+1]
-    return float((p_in + wor_miss_prefixes(q[order], k)).min())  # miss = 1 − Q(x̄ ⊆ Y), [V+1]
+    q_ord = q[order]
+    end = _pruned_end(p_in, _suffix_mass(q_ord).clamp(0.0, 1.0), q, k)
+    miss = wor_miss_prefixes(q_ord, k, stop=end)  # [end+1] = 1 − Q(x̄ ⊆ Y_j), j ≤ end
+    return float((p_in[: end + 1] + miss).min())
+
+
+def _pruned_end(p_in: torch.Tensor, outside: torch.Tensor, q: torch.Tensor, k: int) -> int:
+    """The last prefix index j that can hold the minimum of p(Y_j) + miss_j; later ones cannot.
+
+    With o = 1 − q(Y) and T_i the mass of the i heaviest tokens of q, for k draws without replacement
+        1 − (1 − o)^k  ≤  miss(Y)  ≤  1 − Π_{i<k} max(0, 1 − o/(1 − T_i)).
+    Lower: given i earlier draws inside Y (mass b), the next lands in Y with probability
+    (q(Y) − b)/(1 − b) ≤ q(Y). Upper: that probability falls with b and b ≤ T_i, so it is at least
+    (q(Y) − T_i)/(1 − T_i) = 1 − o/(1 − T_i) when positive. Any prefix's upper value bounds the
+    minimum from above, so a prefix whose lower value exceeds min_j upper_j is never the minimum.
+    SLACK covers rounding in both bounds; it only keeps more prefixes, so the scan stays exact.
+    """
+    lower = p_in - torch.expm1(k * torch.log1p(-outside))  # [V+1]
+    upper = p_in + 1.0 - _contained_lower(outside, q, k)
+    keep = torch.nonzero(lower <= float(upper.min()) + SLACK)
+    return int(keep.max())
+
+
+def _contained_lower(outside: torch.Tensor, q: torch.Tensor, k: int) -> torch.Tensor:
+    """Π_{i<k} max(0, 1 − o/(1 − T_i)) [V+1]: a lower bound on Q_wo(x̄ ⊆ Y) (see _pruned_end)."""
+    top, heavy = torch.topk(q, k)  # [k] heaviest masses; k ≤ |supp q| here
+    light = float(q.index_fill(0, heavy, 0.0).sum())  # the others' mass, summed directly (no cancellation)
+    left = light + torch.flip(torch.cumsum(torch.flip(top, [0]), 0), [0])  # [k] 1 − T_i = q(all but the top i)
+    out = torch.ones_like(outside)
+    for i in range(k):
+        out = out * (1.0 - outside / float(left[i])).clamp_min(0.0)
+    return out
 
 
 def _wor_exhausted(p: torch.Tensor, q: torch.Tensor, k: int, support: int) -> float:
