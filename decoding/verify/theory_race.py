@@ -29,6 +29,7 @@ T_LOW = 1e-5  # J_m, m ≥ 2, loses less than T_LOW^3 below this t
 DECAY = 45.0  # integrate until e^{−c t} < e^{−DECAY} for the slowest rate c
 U_CHUNK = 64  # quadrature nodes processed at once
 BLOCK = 2048  # prefix tokens processed at once: [U_CHUNK, BLOCK] temporaries stay in cache
+UNSCALED_EXPONENT = 600.0  # z is left unscaled while (n e^DECAY)^(k−1) < e^UNSCALED_EXPONENT (float64: e^709)
 
 
 def _others(q: torch.Tensor) -> torch.Tensor:
@@ -163,7 +164,7 @@ def _row_scale(q_rest: torch.Tensor, t: torch.Tensor, n: int, k: int) -> torch.T
 
     The fallback c = e^{q_max t} − 1 bounds every rest z, so e_j(z/c) ≤ C(n, j).
     """
-    if (k - 1) * (math.log(max(n, 1)) + DECAY) < 600.0:
+    if (k - 1) * (math.log(max(n, 1)) + DECAY) < UNSCALED_EXPONENT:
         return torch.zeros_like(t)
     top = float(q_rest.max()) if n else 0.0
     return torch.log(torch.expm1(top * t).clamp_min(1e-300))

@@ -1,0 +1,96 @@
+"""The fast paths of the without-replacement theory: the pruned α* scan and the blocked race quadrature.
+
+Oracles: the unpruned scan over every prefix (same quadrature, all |V| + 1 prefixes) and exact
+enumeration of the without-replacement law, with the token blocks and the row rescaling forced on.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from decoding.verify import laws, optimal, theory_race
+from decoding.verify.theory_race import wor_miss_prefixes
+
+
+def llm_like(V: int, g: torch.Generator, temperature: float, spread: float = 3.0):
+    logits = spread * torch.randn(V, generator=g, dtype=torch.float64)
+    noise = torch.randn(V, generator=g, dtype=torch.float64)
+    return torch.softmax((logits + noise) / temperature, 0), torch.softmax(logits / temperature, 0)
+
+
+def full_scan(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
+    """min over all |V| + 1 ratio-sorted prefixes, nothing pruned."""
+    order = optimal.ratio_order(p, q)
+    return float((optimal._prefix_mass(p[order]) + wor_miss_prefixes(q[order], k)).min())
+
+
+def laws_for_pruning(seed: int):
+    g = torch.Generator().manual_seed(seed)
+    for i in range(24):
+        V = int(torch.randint(50, 5001, (1,), generator=g))
+        temperature = (0.3, 0.8, 1.5)[i % 3]
+        p, q = llm_like(V, g, temperature, spread=(3.0, 6.0)[i % 2])
+        if i % 4 == 3:  # p close to q: the minimum sits where the bounds are tight
+            p = 0.98 * q + 0.02 * p
+        yield p, q
+
+
+@pytest.mark.parametrize("k", [3, 4])
+def test_pruned_scan_equals_full_scan(k):
+    pruned_some = 0
+    for p, q in laws_for_pruning(seed=k):
+        got, want = optimal._scan_wor(p, q, k), full_scan(p, q, k)
+        assert got == pytest.approx(want, abs=1e-15, rel=0), (p.shape[0], k)
+        order = optimal.ratio_order(p, q)
+        outside = optimal._suffix_mass(q[order]).clamp(0.0, 1.0)
+        pruned_some += optimal._pruned_end(optimal._prefix_mass(p[order]), outside, q, k) < p.shape[0]
+    assert pruned_some >= 12  # the pruning is exercised, not vacuous
+
+
+def test_miss_bounds_hold_against_enumeration():
+    g = torch.Generator().manual_seed(5)
+    for _ in range(20):
+        V = int(torch.randint(4, 8, (1,), generator=g))
+        q = torch.softmax(3 * torch.randn(V, generator=g, dtype=torch.float64), 0)
+        for k in range(2, min(V, 4) + 1):
+            order = torch.randperm(V, generator=g)
+            pos = torch.empty(V, dtype=torch.long)
+            pos[order] = torch.arange(V)
+            miss = torch.zeros(V + 1, dtype=torch.float64)
+            for cands, prob in laws.enumerate_tuples("without_replacement", q, k):
+                miss[: max(int(pos[x]) for x in cands) + 1] += prob
+            outside = optimal._suffix_mass(q[order]).clamp(0.0, 1.0)
+            lower = -torch.expm1(k * torch.log1p(-outside))
+            upper = 1.0 - optimal._contained_lower(outside, q, k)
+            assert bool((lower <= miss + 1e-13).all()) and bool((miss <= upper + 1e-13).all()), (q, k)
+
+
+def test_prefix_values_do_not_depend_on_stop():
+    g = torch.Generator().manual_seed(9)
+    p, q = llm_like(3000, g, 0.8)
+    order = optimal.ratio_order(p, q)
+    full = wor_miss_prefixes(q[order], 3)
+    for stop in (0, 1, 7, 2047, 2048, 2049, 2999):
+        assert torch.equal(wor_miss_prefixes(q[order], 3, stop=stop), full[: stop + 1]), stop
+
+
+@pytest.mark.parametrize("k", [3, 4])
+@pytest.mark.parametrize("scaled", [False, True])
+def test_blocked_quadrature_matches_enumeration(monkeypatch, k, scaled):
+    monkeypatch.setattr(theory_race, "BLOCK", 3)  # many blocks: every carry between blocks is used
+    if scaled:
+        monkeypatch.setattr(theory_race, "UNSCALED_EXPONENT", -1.0)  # the rescaled rows of huge vocabularies
+    g = torch.Generator().manual_seed(20 + k)
+    V = 13
+    for q in (
+        torch.softmax(torch.randn(V, generator=g, dtype=torch.float64) * 4.0, 0),
+        torch.softmax(torch.randn(V, generator=g, dtype=torch.float64), 0),
+    ):
+        order = torch.randperm(V, generator=g)
+        pos = torch.empty(V, dtype=torch.long)
+        pos[order] = torch.arange(V)
+        miss = torch.zeros(V + 1, dtype=torch.float64)
+        for cands, prob in laws.enumerate_tuples("without_replacement", q, k):
+            miss[: max(int(pos[x]) for x in cands) + 1] += prob
+        assert torch.allclose(wor_miss_prefixes(q[order], k), miss, atol=1e-10, rtol=0)
