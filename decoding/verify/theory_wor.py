@@ -36,19 +36,27 @@ NEGLIGIBLE = 1e-12  # prefixes outside the head carrying at most this much are d
 class _Threshold:
     """G(ρ) = Σ (p − ρ q)_+ for many ρ at once, from the tokens sorted by p/q."""
 
-    def __init__(self, p: torch.Tensor, q: torch.Tensor):
-        keep = p > 0
-        ratio = torch.where(q[keep] > 0, p[keep] / q[keep].clamp_min(1e-300), torch.full_like(p[keep], math.inf))
-        ratio, order = torch.sort(ratio, descending=True)
-        self.ratio_asc = torch.flip(ratio, [0]).contiguous()  # [n] for searchsorted
+    def __init__(self, p: torch.Tensor, q: torch.Tensor, order: _RatioOrder):
+        desc = torch.flip(order.token, [0])  # largest ratios first (q = 0 < p first of all)
+        self.ratio_asc = order.ratio  # [V] for searchsorted
         zero = torch.zeros(1, dtype=p.dtype)
-        self.p_cum = torch.cat([zero, torch.cumsum(p[keep][order], 0)])  # [n+1], largest ratios first
-        self.q_cum = torch.cat([zero, torch.cumsum(q[keep][order], 0)])
+        self.p_cum = torch.cat([zero, torch.cumsum(p[desc], 0)])  # [V+1], largest ratios first
+        self.q_cum = torch.cat([zero, torch.cumsum(q[desc], 0)])
 
     def __call__(self, rho: torch.Tensor) -> torch.Tensor:
         n = self.ratio_asc.shape[0]
         above = n - torch.searchsorted(self.ratio_asc, rho, right=True)  # tokens with p/q > ρ
         return (self.p_cum[above] - rho * self.q_cum[above]).clamp_min(0.0)
+
+
+class _RatioOrder:
+    """Every token by p/q ascending, one sort shared by G and the sampler: p = 0 < q first (ratio 0),
+    then supp q by ratio, then q = 0 (ratio +inf; they add nothing to G when p = 0 too)."""
+
+    def __init__(self, p: torch.Tensor, q: torch.Tensor):
+        ratio = torch.where(q > 0, p / q, torch.full_like(p, math.inf))  # [V]
+        self.ratio, self.token = torch.sort(ratio, stable=True)  # [V], [V]
+        self.support = int((q > 0).sum())  # the first `support` tokens of the order are supp q
 
 
 def _ratio(num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:
@@ -61,7 +69,8 @@ class _Law:
 
     def __init__(self, p: torch.Tensor, q: torch.Tensor, k: int):
         self.p, self.q, self.k = p, q, k
-        self.G = _Threshold(p, q)
+        self.order = _RatioOrder(p, q)
+        self.G = _Threshold(p, q, self.order)
         self.heavy = torch.topk(q, min(k, q.shape[0])).indices  # [k] masses subtracted exactly
         light = torch.ones_like(q, dtype=torch.bool)
         light[self.heavy] = False
@@ -145,43 +154,57 @@ class _RejectedDraws:
     Inverse-CDF sampling is then a vectorised binary search over n.
     """
 
-    def __init__(self, p: torch.Tensor, q: torch.Tensor):
-        supp = torch.nonzero(q > 0).squeeze(1)
-        self.ratio, order = torch.sort(p[supp] / q[supp])  # [s] ascending
-        self.token = supp[order]  # [s] token ids in ratio order
+    def __init__(self, p: torch.Tensor, q: torch.Tensor, order: _RatioOrder):
+        s = order.support
+        self.ratio, self.token = order.ratio[:s], order.token[:s]  # [s] supp q by p/q ascending
         zero = torch.zeros(1, dtype=q.dtype)
         self.q_cum = torch.cat([zero, torch.cumsum(q[self.token], 0)])  # [s+1]
         self.p_cum = torch.cat([zero, torch.cumsum(p[self.token], 0)])
         self.pos = torch.full(q.shape, -1, dtype=torch.long)
-        self.pos[self.token] = torch.arange(supp.shape[0])
+        self.pos[self.token] = torch.arange(s)
         self.q = q
-
-    def _weight_below(self, n, m, rho, g, edges, drafted) -> torch.Tensor:
-        """W(n) [M]: total w over the first n tokens of the ratio order, drafted tokens excluded."""
-        n_rho, n_top = edges
-        n = torch.minimum(n, n_top)  # w = 0 from ratio ρ' on
-        q_n, p_n = self.q_cum[n], self.p_cum[n]
-        slope = (p_n - self.p_cum[n_rho]) - rho * (q_n - self.q_cum[n_rho])  # Σ (p − ρq) over ρ < ratio
-        below = _ratio(q_n, m) - torch.where(n > n_rho, _ratio(slope, g), torch.zeros_like(q_n))
-        taken = (self.q[drafted] * (self.pos[drafted] < n[:, None])).sum(1)
-        return (below - _ratio(taken, m)).clamp_min(0.0)
 
     def draw(self, m, rho, g, drafted, generator) -> tuple[torch.Tensor, torch.Tensor]:
         """(tokens [M], total weights Z [M]) for states (m, ρ, G) [M] and drafted tokens [M, i−1]."""
         size = self.ratio.shape[0]
-        edges = (
-            torch.searchsorted(self.ratio, rho, right=True),  # tokens with ratio ≤ ρ
-            torch.searchsorted(self.ratio, rho + _ratio(g, m), right=False),  # tokens with ratio < ρ'
-        )
-        full = torch.full_like(edges[0], size)
-        total = self._weight_below(full, m, rho, g, edges, drafted)  # [M] = G(ρ')/G(ρ) by F1
+        weight_below = _WeightBelow(self, m, rho, g, drafted)
+        total = weight_below(torch.full_like(weight_below.n_rho, size))  # [M] = G(ρ')/G(ρ) by F1
         target = torch.rand(total.shape, generator=generator, dtype=torch.float64) * total
-        lo, hi = torch.zeros_like(full), full  # W(lo) ≤ target < W(hi)
-        for _ in range(max(1, size.bit_length())):
+        lo, hi = torch.zeros_like(total, dtype=torch.long), torch.full_like(total, size, dtype=torch.long)
+        for _ in range(max(1, size.bit_length())):  # W(lo) ≤ target < W(hi)
             mid = (lo + hi) // 2
-            above = self._weight_below(mid, m, rho, g, edges, drafted) > target
+            above = weight_below(mid) > target
             hi, lo = torch.where(above, mid, hi), torch.where(above, lo, mid)
         return self.token[(hi - 1).clamp(0, size - 1)], total
+
+
+class _WeightBelow:
+    """W(n) [M]: total w over the first n tokens of the ratio order, drafted tokens excluded.
+
+    What does not depend on n (the edges ρ and ρ', the masses there, the guarded divisors) is
+    computed once per draw; the binary search calls this about log2 |supp q| times.
+    """
+
+    def __init__(self, draws: _RejectedDraws, m, rho, g, drafted):
+        self.q_cum, self.p_cum, self.rho = draws.q_cum, draws.p_cum, rho
+        self.n_rho = torch.searchsorted(draws.ratio, rho, right=True)  # tokens with ratio ≤ ρ
+        self.n_top = torch.searchsorted(draws.ratio, rho + _ratio(g, m), right=False)  # tokens with ratio < ρ'
+        self.p_rho, self.q_rho = draws.p_cum[self.n_rho], draws.q_cum[self.n_rho]
+        self.m_ok, self.m = m > 1e-300, m.clamp_min(1e-300)  # as _ratio guards them
+        self.g_ok, self.g = g > 1e-300, g.clamp_min(1e-300)
+        self.q_drafted, self.pos_drafted = draws.q[drafted], draws.pos[drafted]  # [M, i−1]
+
+    def __call__(self, n: torch.Tensor) -> torch.Tensor:
+        n = torch.minimum(n, self.n_top)  # w = 0 from ratio ρ' on
+        q_n, p_n = self.q_cum[n], self.p_cum[n]
+        slope = (p_n - self.p_rho) - self.rho * (q_n - self.q_rho)  # Σ (p − ρq) over ρ < ratio
+        zero = torch.zeros_like(q_n)
+        steep = torch.where(self.g_ok, slope / self.g, zero)
+        below = torch.where(self.m_ok, q_n / self.m, zero) - torch.where(n > self.n_rho, steep, zero)
+        if self.q_drafted.shape[1]:
+            taken = (self.q_drafted * (self.pos_drafted < n[:, None])).sum(1)
+            below = below - torch.where(self.m_ok, taken / self.m, zero)
+        return below.clamp_min(0.0)
 
 
 def _sampled_tail(law: _Law, head: torch.Tensor, length: int, samples: int, generator) -> tuple[float, float]:
@@ -191,7 +214,7 @@ def _sampled_tail(law: _Law, head: torch.Tensor, length: int, samples: int, gene
     F = G(ρ_{L+2})/G(ρ_{L+1}); Π Z_i F telescopes to G(ρ_{L+2}), a smooth function of the drafted
     masses, which keeps the variance far below sampling prefixes from the law itself.
     """
-    sampler = _RejectedDraws(law.p, law.q)
+    sampler = _RejectedDraws(law.p, law.q, law.order)
     prefix = torch.zeros(samples, 0, dtype=torch.long)
     value = torch.ones(samples, dtype=torch.float64)
     rho, g = law.start(samples)
