@@ -7,6 +7,8 @@ For i.i.d. and without-replacement drafts the minimum is taken over the |V| + 1 
 tokens sorted by p/q ascending (docs/verifiers.md §7.1 route 3). For i.i.d. drafts an exchange
 argument proves it; for without-replacement drafts it is checked, not proved: it equals the
 2^|V| min-cut on every random instance of tests/test_theory.py (and 300 more during development).
+The without-replacement scan gets the exact miss only for the prefixes that cheap two-sided
+bounds cannot rule out (_pruned_end); tests/verify/test_theory_fast.py checks it against the full scan.
 `min_cut_by_subsets` is that 2^|V| oracle, used for small vocabularies and by the tests.
 """
 

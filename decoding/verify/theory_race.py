@@ -12,6 +12,9 @@ The m ≤ 1 terms are exact; J_m (m ≥ 2, so only k ≥ 3) is a trapezoid rule 
 error falls like exp(−π²/h) for these integrands (every term is a sum of e^{−c t}). The top-(k−1)
 tokens H are expanded by hand (see _heavy); for the others the e_m of all prefixes come from
 cumulative sums e_m(first i tokens) = Σ_{j≤i} z_j e_{m−1}(first j−1 tokens) of positive terms.
+Speed (this runs for every recorded node): the quadrature weights are applied to the increments
+before the prefix sum (one matrix product per level instead of a [U, V] prefix matrix per level and
+subset of H), and the tokens go by cache-sized blocks whose lower levels carry over (_increments).
 Tokens with q = 0 never arrive; laws.py then draws uniformly among them once supp q is used up,
 and the callers handle that case (k > |supp q|) in closed form.
 """
