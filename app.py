@@ -142,7 +142,10 @@ def main(argv: list[str] | None = None) -> None:
 
 def serve(demo: gr.Blocks, host: str, port: int, block: bool = True) -> None:
     """Queue and launch the page as the Space serves it (block=False returns once it listens: tests)."""
-    demo.queue(max_size=64).launch(server_name=host, server_port=port, css=CSS, head=head(),
+    # run_history=False: gradio 6 otherwise keeps the last 100 runs of every event, inputs and outputs
+    # (each Step's figures), in the browser's localStorage, re-read and re-written on every click: a
+    # Step's cost grew with the session, up to the 5 MB quota and its retry loop.
+    demo.queue(max_size=64).launch(server_name=host, server_port=port, css=CSS, head=head(), run_history=False,
                                    max_file_size="50mb", show_error=False, prevent_thread_lock=not block)
 
 

@@ -4,9 +4,10 @@
 
 On the embedded pair, from a 200-token cached context, interleaved round by round (so a busy machine
 slows every variant alike), median milliseconds per call:
-- target, one token (what plain `generate()` pays per token);
+- target, one token (what plain `generate()` pays per token), transformers vs the lean float32 target
+  (lean_target.py);
 - target verify of N rows (N causal rows: a tree mask costs nothing, RUNTIME_NOTES.md), stock
-  `F.linear` products vs MKL-packed products (packed_linear.py);
+  `F.linear` products vs MKL-packed products (packed_linear.py) vs the lean target (packed);
 - draft, one token: transformers' int8 self-draft (embedded.int8_self_draft) vs the lean int8 draft
   (lean_draft.py), full head and a head over the first 16384 ids.
 The ratio column divides by the one-token target forward.
@@ -47,14 +48,17 @@ def _cached_call(model, rows: int, packed: bool) -> Callable[[], None]:
 
 
 def variants(rows: list[int]) -> dict[str, Callable[[], None]]:
-    from decoding.models import embedded, lean_draft, pairs
+    from decoding.models import embedded, lean_draft, lean_target, pairs
 
     target = pairs.load_pair("embedded", device="cpu").target_model
     hf_draft = embedded.int8_self_draft(target)
-    calls = {"target, 1 token": _cached_call(target, 1, packed=False)}
+    lean = lean_target.LeanFloatLlama(target)
+    calls = {"target, 1 token": _cached_call(target, 1, packed=False),
+             "target, 1 token, lean": _cached_call(lean, 1, packed=False)}
     for n in rows:
         calls[f"target verify, {n} rows, F.linear"] = _cached_call(target, n, packed=False)
         calls[f"target verify, {n} rows, packed"] = _cached_call(target, n, packed=True)
+        calls[f"target verify, {n} rows, lean packed"] = _cached_call(lean, n, packed=True)
     calls["draft 1 token, transformers int8"] = _cached_call(hf_draft, 1, packed=False)
     calls["draft 1 token, lean int8"] = _cached_call(lean_draft.LeanInt8Llama(target), 1, packed=False)
     calls[f"draft 1 token, lean int8, head {pairs.FAST_HEAD_SIZE}"] = _cached_call(

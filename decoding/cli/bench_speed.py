@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 
 from decoding.cli import bench_speed_report as report
-from decoding.cli.bench_speed_methods import HF_METHODS, Case, Unavailable, specscope
+from decoding.cli.bench_speed_methods import BASELINES, Case, Unavailable, specscope
 from decoding.run.config import DecodeConfig, parse_branching
 
 PROMPTS_FILE = Path(__file__).resolve().parents[2] / "assets" / "bench_prompts.json"
@@ -104,9 +104,9 @@ def parse_paths(text: str) -> tuple[str, ...]:
 
 
 def methods_of(configs: dict[str, DecodeConfig], paths: tuple[str, ...] = PATHS, also: dict | None = None) -> dict:
-    """Every timed method by name: transformers' three, then specscope's chosen paths per config, then each
-    config's fast path on the `also` pairs ({kind: pair})."""
-    out = dict(HF_METHODS)
+    """Every timed method by name: transformers' three and specscope's target alone, then specscope's chosen
+    paths per config, then each config's fast path on the `also` pairs ({kind: pair})."""
+    out = dict(BASELINES)
     for label, config in configs.items():
         runs = {"fast": specscope(config, record=False), "recorded": specscope(config, record=True),
                 "recorded-lazy": specscope(config, record=True, lazy_theory=True)}

@@ -101,6 +101,16 @@ def prompt_lookup(pair, case: Case) -> Timed:
     return hf_generate(pair, case, prompt_lookup_num_tokens=PROMPT_LOOKUP_TOKENS)
 
 
+def target_alone(pair, case: Case) -> Timed:
+    """specscope's plain decoding: the target alone, one token per forward, through the same scoring forward
+    the speculative steps use (the lean float32 target on the embedded pairs). Against this baseline a
+    speed-up is speculation's alone; against generate() it also holds the leaner forward."""
+    cfg = DecodeConfig(verifier="sd", branching=(1,), temperature=case.temperature, seed=case.seed)
+    start = time.perf_counter()
+    out = engine.baseline(pair, list(case.ids), case.max_new_tokens, cfg)
+    return Timed(len(out.ids), time.perf_counter() - start)
+
+
 def specscope(config: DecodeConfig, record: bool, lazy_theory: bool = False) -> Method:
     """specscope's engine with `config` at the case's temperature: fast path, or recorded path with the
     theory computed in the step (what the app shows today) or left to a view (lazy_theory)."""
@@ -118,3 +128,4 @@ def specscope(config: DecodeConfig, record: bool, lazy_theory: bool = False) -> 
 
 
 HF_METHODS: dict[str, Method] = {"generate": plain, "assisted": assisted, "prompt_lookup": prompt_lookup}
+BASELINES: dict[str, Method] = HF_METHODS | {"target_alone": target_alone}  # every method that is not a config

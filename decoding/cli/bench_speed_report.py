@@ -81,6 +81,7 @@ def config_result(rows: list[dict], label: str, config: DecodeConfig, t: float) 
         "fast_vs_generate": ratios(rows, fast, "generate", t),
         "recorded_vs_generate": ratios(rows, recorded, "generate", t),
         "fast_vs_assisted": ratios(rows, fast, "assisted", t),
+        "fast_vs_target_alone": ratios(rows, fast, "target_alone", t),  # speculation's own share of the speed
         "recorded_time_over_fast": ratios(rows, fast, recorded, t),  # time per token, recorded / fast
         "lazy_time_over_fast": ratios(rows, fast, lazy, t),  # records without the theory, over the fast path
         "record_share_of_recorded": spread(record_share),
@@ -105,7 +106,8 @@ def summarise(rows: list[dict], unavailable: dict[str, str], configs: dict[str, 
     methods = list(dict.fromkeys(r["method"] for r in rows))
     speeds = {m: {str(t): spread([r["tokens_per_second"] for r in rows if r["method"] == m
                                   and r["temperature"] == t]) for t in temps} for m in methods}
-    baselines = {m: {str(t): ratios(rows, m, "generate", t) for t in temps} for m in ("assisted", "prompt_lookup")}
+    baselines = {m: {str(t): ratios(rows, m, "generate", t) for t in temps}
+                 for m in ("assisted", "prompt_lookup", "target_alone")}
     return {
         "settings": settings,
         "unavailable": unavailable,
@@ -124,28 +126,33 @@ def settings(args, pair, argv) -> dict:
             "temperatures": args.temperatures, "quick": bool(args.quick), "torch": torch.__version__}
 
 
+BASELINE_NAMES = {"assisted": "transformers assisted", "prompt_lookup": "transformers prompt_lookup",
+                  "target_alone": "specscope target alone (no draft, same forward)"}
+
+
 def _fmt(s: dict | None) -> str:
     return "—" if not s else f"{s['median']:.2f}x [{s['min']:.2f}-{s['max']:.2f}]"
 
 
 def markdown(result: dict) -> str:
-    head = ["| T | method | x generate (median [min-max]) | x assisted | block eff. (95% CI) | "
+    head = ["| T | method | x generate (median [min-max]) | x assisted | x target alone | block eff. (95% CI) | "
             "exact E[tokens/step] | acceptance by depth | recorded / fast time | lazy-theory / fast time |",
-            "|---" * 9 + "|"]
+            "|---" * 10 + "|"]
     lines = []
     for m, by_t in result["baselines_vs_generate"].items():
-        lines += [f"| {t} | transformers {m} | {_fmt(s)} | | | | | | |" for t, s in by_t.items() if s]
+        lines += [f"| {t} | {BASELINE_NAMES.get(m, m)} | {_fmt(s)} | | | | | | | |" for t, s in by_t.items() if s]
     for c in result["configs"]:
         be, acc = c["block_efficiency"], c["acceptance_by_depth"]
         ci = f"{be['mean']:.2f} [{be['ci95'][0]:.2f}, {be['ci95'][1]:.2f}]" if be["steps"] else "— (no recorded path)"
         exact = f"{be['exact_expected']:.2f}" if be["exact_expected"] is not None else "—"
         depth = " ".join(f"{a['rate']:.2f}" for a in acc)
         lines.append(f"| {c['temperature']} | specscope {c['label']} (fast) | {_fmt(c['fast_vs_generate'])} | "
-                     f"{_fmt(c['fast_vs_assisted'])} | {ci} | {exact} | {depth} | "
+                     f"{_fmt(c['fast_vs_assisted'])} | {_fmt(c.get('fast_vs_target_alone'))} | {ci} | {exact} | "
+                     f"{depth} | "
                      f"{_fmt(c['recorded_time_over_fast'])} | {_fmt(c['lazy_time_over_fast'])} |")
     lines += [f"| {o['temperature']} | specscope {o['label']} (fast) on pair {o['pair']} | "
               f"{_fmt(o['fast_vs_generate'])} | {_fmt(o['fast_vs_main_pair_fast'])} x the main pair's fast path | "
-              "| | | | |" for o in result.get("other_pairs", [])]
+              "| | | | | |" for o in result.get("other_pairs", [])]
     notes = [f"- {m}: unavailable ({why})" for m, why in result["unavailable"].items()]
     base = result["tokens_per_second"].get("generate", {})
     notes += [f"- plain generate() at T = {t}: {s['median']:.1f} tokens/s (median of {s['n']} runs)"
@@ -158,7 +165,7 @@ def chart(result: dict):
     import plotly.graph_objects as go
 
     fig = go.Figure()
-    series = {f"transformers {m}": by_t for m, by_t in result["baselines_vs_generate"].items()}
+    series = {BASELINE_NAMES.get(m, m): by_t for m, by_t in result["baselines_vs_generate"].items()}
     for c in result["configs"]:
         series.setdefault(f"specscope {c['label']} fast", {})[str(c["temperature"])] = c["fast_vs_generate"]
         series.setdefault(f"specscope {c['label']} recorded", {})[str(c["temperature"])] = c["recorded_vs_generate"]

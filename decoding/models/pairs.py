@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 import torch
 
-from decoding.models import embedded, fast_draft, lean_draft, lookup, toy
+from decoding.models import embedded, fast_draft, lean_draft, lean_target, lookup, toy
 from decoding.models.codec import Codec, HFCodec, eos_ids_of, max_context_of
 from decoding.models.hfload import (
     ModelLoadError,
@@ -34,6 +34,7 @@ from decoding.models.hfload import (
     resolve_device,
     resolve_spec,
 )
+from decoding.models.packed_linear import use_packed_projection
 from decoding.models.treelm import HFTreeLM, TreeLM
 
 __all__ = ["KINDS", "ModelLoadError", "ModelPair", "load_pair"]
@@ -155,6 +156,15 @@ def _embedded_parts(device: str, progress: Progress):
     return model, codec
 
 
+def scoring_target(model, key: str) -> torch.nn.Module:
+    """What HFTreeLM runs for the embedded target: its lean float32 forward on CPU (lean_target.py, the
+    same p), transformers' model elsewhere. Built once per model (`key`), read-only after."""
+    if model.device.type != "cpu" or not lean_target.supports(model) or model.dtype != torch.float32:
+        return model
+    use_packed_projection(model)  # the lean target shares the model's o/down/head projections (and packs)
+    return cached((f"lean-target:{key}", "cpu", "float32"), lambda: lean_target.LeanFloatLlama(model))
+
+
 FAST_HEAD_SIZE = 16384  # token ids the fast draft scores (the lowest BPE ids: the most frequent merges)
 
 
@@ -212,9 +222,10 @@ def _self_draft_pair(kind: str, device: str, progress: Progress) -> ModelPair:
         return int8_self_draft(model, spec.head_size)
 
     draft = cached((f"{kind}-draft:{embedded.MODEL_NAME}:{spec.head_size}", "cpu", "qint8"), build)
+    scorer = scoring_target(model, embedded.MODEL_NAME)
     return ModelPair(
         kind=kind, target_name=embedded.MODEL_NAME, draft_name=f"{embedded.MODEL_NAME} {spec.name}",
-        codec=codec, new_target=lambda: HFTreeLM(model, codec.vocab_size),
+        codec=codec, new_target=lambda: HFTreeLM(scorer, codec.vocab_size),
         new_draft=lambda: HFTreeLM(draft, codec.vocab_size), device=device, dtype="float32",
         target_model=model, draft_model=draft, draft_dtype=spec.dtype,
     )
@@ -224,13 +235,15 @@ def lookup_pair(target: str | None, device: str = "auto", progress: Progress = _
     device = resolve_device(device)
     if target:
         model, codec, name, dtype = custom_target(target, device, progress)
+        scorer = model
     else:
         model, codec = _embedded_parts(device, progress)
         name, dtype = embedded.MODEL_NAME, "float32"
+        scorer = scoring_target(model, embedded.MODEL_NAME)
     vocab = codec.vocab_size
     return ModelPair(
         kind="lookup", target_name=name, draft_name="prompt lookup (trailing 3/2/1-gram, no model)", codec=codec,
-        new_target=lambda: HFTreeLM(model, vocab), new_draft=lambda: lookup.lookup_session(vocab),
+        new_target=lambda: HFTreeLM(scorer, vocab), new_draft=lambda: lookup.lookup_session(vocab),
         device=device, dtype=dtype, target_model=model,
     )
 

@@ -63,6 +63,15 @@ def test_a_step_lays_each_figure_out_once(page):
     assert page.evaluate("() => window.__layouts") == {"tree-plot": 1, "node-plot": 1}
 
 
+def test_steps_are_not_kept_in_the_browsers_storage(page):
+    """gradio 6's run history kept every event's inputs and outputs (each Step's figures) in localStorage,
+    parsed and rewritten on every click, so a Step got slower the longer a session ran."""
+    page.click("#step-btn")
+    page.wait_for_function("document.querySelector('#status')?.innerText.includes('Step')", timeout=60_000)
+    keys = page.evaluate("() => Object.keys(window.localStorage).filter(k => k.startsWith('gradio:run-history'))")
+    assert keys == []
+
+
 def test_step_draws_the_tree_and_the_screenshot_is_saved(page):
     page.click("#reset-btn")
     page.wait_for_function("document.querySelector('#status')?.innerText.includes('Reset')", timeout=30_000)

@@ -16,10 +16,11 @@ from decoding.cli import bench_speed_report as report
 from decoding.run.config import DecodeConfig
 
 ROOT = Path(__file__).resolve().parents[2]
-HF_METHODS = ("generate", "assisted", "prompt_lookup")
+BASELINES = ("generate", "assisted", "prompt_lookup", "target_alone")
 CONFIGS = ("sd:1,1,1,1", "rrs_wor:3,2,2")
 CONFIG_FIELDS = {"label", "verifier", "tree", "temperature", "block_efficiency", "acceptance_by_depth",
-                 "fast_vs_generate", "recorded_vs_generate", "fast_vs_assisted", "recorded_time_over_fast",
+                 "fast_vs_generate", "recorded_vs_generate", "fast_vs_assisted", "fast_vs_target_alone",
+                 "recorded_time_over_fast",
                  "lazy_time_over_fast", "record_share_of_recorded"}
 
 
@@ -41,7 +42,7 @@ def test_quick_json_has_every_field(quick):
     assert quick["unavailable"] == {}
     assert quick["settings"]["quick"] is True and quick["settings"]["command"].startswith("python -m decoding")
     paths = ("fast", "recorded", "recorded-lazy")
-    methods = set(HF_METHODS) | {f"specscope {path} {c}" for c in CONFIGS for path in paths}
+    methods = set(BASELINES) | {f"specscope {path} {c}" for c in CONFIGS for path in paths}
     assert set(quick["tokens_per_second"]) == methods
     cases = 2 * 2 * 2  # --quick: 2 prompts x 2 repeats x temperatures 0 and 0.8
     assert len(quick["runs"]) == cases * len(methods)
@@ -49,7 +50,7 @@ def test_quick_json_has_every_field(quick):
     assert [(c["label"], c["temperature"]) for c in quick["configs"]] == [(c, t) for t in (0.0, 0.8) for c in CONFIGS]
     for c in quick["configs"]:
         assert set(c) == CONFIG_FIELDS
-        assert all(c[k]["n"] == 4 for k in CONFIG_FIELDS if k.endswith(("generate", "assisted", "_fast")))
+        assert all(c[k]["n"] == 4 for k in CONFIG_FIELDS if k.endswith(("generate", "assisted", "alone", "_fast")))
         be = c["block_efficiency"]
         assert be["steps"] > 0 and be["exact_expected"] is not None and be["ci95"][0] <= be["mean"] <= be["ci95"][1]
         assert c["acceptance_by_depth"][0]["depth"] == 0 and c["acceptance_by_depth"][0]["alpha_exact"] is not None
@@ -88,7 +89,7 @@ def test_paths_and_other_pairs_name_their_methods():
 
     configs = bench_speed.parse_configs(["sd:1,1"])
     names = set(bench_speed.methods_of(configs, ("fast",), {"toy": pairs.toy_pair()}))
-    assert names == {*HF_METHODS, "specscope fast sd:1,1", "specscope fast sd:1,1 [toy]"}
+    assert names == {*BASELINES, "specscope fast sd:1,1", "specscope fast sd:1,1 [toy]"}
     with pytest.raises(ValueError, match="--paths takes a comma-separated subset"):
         bench_speed.parse_paths("fast,slow")
     rows = [{"method": m, "case": 0, "temperature": 0.0, "tokens_per_second": v}

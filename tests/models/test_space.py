@@ -68,7 +68,7 @@ def test_the_embedded_pair_loads_the_hub_model_and_its_int8_self_draft(fake_spac
     assert isinstance(draft, lean_draft.LeanInt8Llama) and draft.head_size == pair.vocab_size
     target_layers = pair.target_model.model.layers
     assert len(draft.lean_layers) == len(target_layers)
-    assert all(lean.down.data_ptr() == layer.mlp.down_proj.weight.data_ptr()
+    assert all(lean.down.keywords["weight"].data_ptr() == layer.mlp.down_proj.weight.data_ptr()
                for lean, layer in zip(draft.lean_layers, target_layers, strict=True))
     config = DecodeConfig(verifier="greedy", branching=(2, 1), temperature=0.0, max_new_tokens=6, chat=False)
     trace = engine.generate(pair, config, "the cat")

@@ -1,0 +1,78 @@
+"""The lean float32 target (lean_target.py) computes the target's own logits (p), in every call HFTreeLM makes.
+
+Oracle: transformers' forward of the same model on the same inputs (causal prefill, a tree call with a
+4-D mask, inside and outside packed_products), and a whole HFTreeLM session with a non-contiguous commit.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from decoding.models import lean_target
+from decoding.models.packed_linear import packed_products, use_packed_projection
+from decoding.models.treelm import HFTreeLM
+from decoding.verify.tree import DraftTree
+from tests.conftest import save_tiny_llama
+from tests.models.test_lean_draft import WORDS, _ids, _tree_call
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    from transformers import AutoModelForCausalLM
+
+    folder = save_tiny_llama(tmp_path_factory.mktemp("tiny-lean-target") / "m", WORDS, seed=7)
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    use_packed_projection(model)  # as HFTreeLM sets it up: the lean target shares these projections
+    return model
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["F.linear", "packed"])
+def test_lean_target_equals_the_transformers_forward(tiny, packed) -> None:
+    from transformers import DynamicCache
+
+    lean = lean_target.LeanFloatLlama(tiny)
+    prompt = _ids(9, 3)
+    caches = (DynamicCache(), lean.new_cache())
+    with torch.inference_mode():
+        want, got = (m(prompt[:, :-1], past_key_values=c, use_cache=True, logits_to_keep=8).logits
+                     for m, c in zip((tiny, lean), caches, strict=True))
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)  # causal prefill, all rows
+    tree = DraftTree.root(int(prompt[0, -1])).add_draws(0, [3, 7, 3], merge=False).add_draws(2, [11, 12], merge=False)
+    slots = {n: 8 + n for n in range(len(tree))}
+    for nodes in ([0], [1, 2, 3], [4, 5]):  # root, siblings, then grandchildren under node 2
+        with packed_products() if packed else torch.inference_mode():
+            want, got = (_tree_call(m, c, tree, nodes, slots, 8) for m, c in zip((tiny, lean), caches, strict=True))
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_lean_target_behind_hftreelm_matches_after_a_tree_commit(tiny) -> None:
+    sessions = [HFTreeLM(tiny), HFTreeLM(lean_target.LeanFloatLlama(tiny))]
+    context = _ids(6, 4)[0].tolist()
+    outs = []
+    for lm in sessions:
+        lm.start(context)
+        tree = DraftTree.root(context[-1]).add_draws(0, [4, 9, 13], merge=False).add_draws(3, [5, 6], merge=False)
+        outs.append(lm.logits(tree, [0, 1, 2, 3, 4, 5]))  # one tree forward, packed products
+        lm.commit([0, 3, 5], 21, tree)  # keep prefix + slots of nodes 0, 3, 5 (not 1, 2, 4)
+        outs.append(lm.logits(DraftTree.root(21), [0]))
+        assert lm.cache.get_seq_length() == 6 + 3
+    for a, b in zip(outs[:2], outs[2:], strict=True):
+        torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-5)
+
+
+def test_the_lean_target_shares_the_targets_own_projections(tiny) -> None:
+    lean = lean_target.LeanFloatLlama(tiny)
+    layer, own = lean.lean_layers[0], tiny.model.layers[0]
+    assert layer.o is own.self_attn.o_proj.forward and layer.down is own.mlp.down_proj.forward
+    assert lean.head is tiny.lm_head.forward
+    assert layer.qkv.weight.shape == (own.self_attn.q_proj.weight.shape[0] + 2 * own.self_attn.k_proj.weight.shape[0],
+                                      own.self_attn.q_proj.weight.shape[1])
+
+
+def test_the_lean_target_refuses_other_models() -> None:
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    gpt2 = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=30, n_positions=32))
+    with pytest.raises(ValueError, match="llama-style"):
+        lean_target.LeanFloatLlama(gpt2)
