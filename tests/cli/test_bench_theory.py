@@ -1,0 +1,32 @@
+"""`python -m decoding bench theory`: new visit_theory against the pre-change revision's code, same numbers."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from decoding.cli import bench_theory
+
+
+def run_bench(*flags: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "decoding", "bench", "theory", *flags],
+                          capture_output=True, text=True, cwd=bench_theory.ROOT, timeout=600)
+
+
+def test_bench_theory_matches_the_baseline_revision():
+    done = run_bench("--vocab", "3000", "--nodes", "2", "--repeats", "1", "--ks", "2,3")
+    assert done.returncode == 0, done.stderr
+    rows = [line.split() for line in done.stdout.splitlines() if line.split() and line.split()[0] in ("2", "3")]
+    assert [r[0] for r in rows] == ["2", "3"]
+    for row in rows:
+        old_ms, new_ms, d_acc, d_opt = float(row[1]), float(row[2]), float(row[4]), float(row[5])
+        assert old_ms > 0 and new_ms > 0
+        assert d_acc == 0.0  # same exact sums, same seeded draws
+        assert d_opt <= 1e-12  # the baseline's quadrature, reorganised
+
+
+def test_bench_theory_bad_baseline_is_one_line():
+    done = run_bench("--baseline", "no-such-revision", "--nodes", "1")
+    assert done.returncode == 2
+    assert done.stderr.strip().startswith("error:") and "no-such-revision" in done.stderr
+    assert "Traceback" not in done.stderr
