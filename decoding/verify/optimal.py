@@ -8,7 +8,7 @@ tokens sorted by p/q ascending (docs/verifiers.md §7.1 route 3). For i.i.d. dra
 argument proves it; for without-replacement drafts it is checked, not proved: it equals the
 2^|V| min-cut on every random instance of tests/test_theory.py (and 300 more during development).
 The without-replacement scan gets the exact miss only for the prefixes that cheap two-sided
-bounds cannot rule out (_pruned_end); tests/verify/test_theory_fast.py checks it against the full scan.
+bounds cannot rule out (_pruned_range); tests/verify/test_theory_fast.py checks it against the full scan.
 `min_cut_by_subsets` is that 2^|V| oracle, used for small vocabularies and by the tests.
 """
 
@@ -108,7 +108,7 @@ def _scan_iid(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
 def _scan_wor(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
     """min over ratio-sorted prefixes Y of p(Y) + 1 − Q_wo(x̄ ⊆ Y) (exponential race, theory_race).
 
-    Only the prefixes that can hold the minimum get the exact (quadrature) miss: see _pruned_end.
+    Only the prefixes that can hold the minimum get the exact (quadrature) miss: see _pruned_range.
     """
     support = int((q > 0).sum())
     if k > support:
@@ -116,13 +116,13 @@ def _scan_wor(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
     order = ratio_order(p, q)
     p_in = _prefix_mass(p[order])  # [V+1]
     q_ord = q[order]
-    end = _pruned_end(p_in, _suffix_mass(q_ord).clamp(0.0, 1.0), q, k)
-    miss = wor_miss_prefixes(q_ord, k, stop=end)  # [end+1] = 1 − Q(x̄ ⊆ Y_j), j ≤ end
-    return float((p_in[: end + 1] + miss).min())
+    start, end = _pruned_range(p_in, _suffix_mass(q_ord).clamp(0.0, 1.0), q, k)
+    miss = wor_miss_prefixes(q_ord, k, stop=end, start=start)  # [end+1] = 1 − Q(x̄ ⊆ Y_j), exact for j ≥ start
+    return float((p_in[start : end + 1] + miss[start:]).min())
 
 
-def _pruned_end(p_in: torch.Tensor, outside: torch.Tensor, q: torch.Tensor, k: int) -> int:
-    """The last prefix index j that can hold the minimum of p(Y_j) + miss_j; later ones cannot.
+def _pruned_range(p_in: torch.Tensor, outside: torch.Tensor, q: torch.Tensor, k: int) -> tuple[int, int]:
+    """The first and last prefix indices j that can hold the minimum of p(Y_j) + miss_j; others cannot.
 
     With o = 1 − q(Y) and T_i the mass of the i heaviest tokens of q, for k draws without replacement
         1 − (1 − o)^k  ≤  miss(Y)  ≤  1 − Π_{i<k} max(0, 1 − o/(1 − T_i)).
@@ -135,11 +135,11 @@ def _pruned_end(p_in: torch.Tensor, outside: torch.Tensor, q: torch.Tensor, k: i
     lower = p_in - torch.expm1(k * torch.log1p(-outside))  # [V+1]
     upper = p_in + 1.0 - _contained_lower(outside, q, k)
     keep = torch.nonzero(lower <= float(upper.min()) + SLACK)
-    return int(keep.max())
+    return int(keep.min()), int(keep.max())
 
 
 def _contained_lower(outside: torch.Tensor, q: torch.Tensor, k: int) -> torch.Tensor:
-    """Π_{i<k} max(0, 1 − o/(1 − T_i)) [V+1]: a lower bound on Q_wo(x̄ ⊆ Y) (see _pruned_end)."""
+    """Π_{i<k} max(0, 1 − o/(1 − T_i)) [V+1]: a lower bound on Q_wo(x̄ ⊆ Y) (see _pruned_range)."""
     top, heavy = torch.topk(q, k)  # [k] heaviest masses; k ≤ |supp q| here
     light = float(q.index_fill(0, heavy, 0.0).sum())  # the others' mass, summed directly (no cancellation)
     left = light + torch.flip(torch.cumsum(torch.flip(top, [0]), 0), [0])  # [k] 1 − T_i = q(all but the top i)

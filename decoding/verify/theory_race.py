@@ -137,28 +137,33 @@ def _stacked(rows: list[tuple[int, torch.Tensor]]) -> torch.Tensor:
     return torch.stack([w for _, w in rows])  # [r, U]
 
 
-def _higher_terms_prefixes(q: torch.Tensor, k: int, stop: int | None = None) -> torch.Tensor:
-    """Σ_{2≤m<k} J_m(first i+1 tokens) for i = 0..stop−1: [stop]  (q: the arriving tokens, in prefix order).
+def _higher_terms_prefixes(q: torch.Tensor, k: int, stop: int | None = None, start: int = 0) -> torch.Tensor:
+    """Σ_{2≤m<k} J_m(first i+1 tokens) for i = start..stop−1, in a [stop] tensor whose entries before
+    `start` may be left at 0  (q: the arriving tokens, in prefix order).
 
     e_m(Y) = Σ_{B ⊆ H∩Y} Π_{x∈B} z_x · e_{m−|B|}(Y ∖ H); the rest's e_j come from one recursion
     over the first `stop` tokens (all by default) with the heavy ones zeroed, so no re-indexing is
-    needed. The grid and H depend on all of q, so a prefix's value does not depend on `stop`.
+    needed. The grid and H depend on all of q, so a prefix's value does not depend on start or stop.
     """
     n = q.shape[0] if stop is None else stop
     heavy, rest = _heavy(q, k)
     t_all, h = _grid(q, heavy)
     q_rest = q.masked_fill(~rest, 0.0)[:n]  # [n]
+    skip = (min(start, n) // BLOCK) * BLOCK  # whole blocks before `start` only feed the sums
     total = torch.zeros(n, dtype=q.dtype)
     for t in torch.split(t_all, U_CHUNK):
         log_s = _row_scale(q_rest, t, n, k)  # [U]
         levels = _level_weights(q, heavy, rest, t, h, k, log_s)
         for first, w in levels.pop(0):
             total[first:] += float(w.sum())
-        increments = _increments(q_rest, t, log_s, {j: _stacked(rows) for j, rows in levels.items() if rows}, k)
+        weights = {j: _stacked(rows) for j, rows in levels.items() if rows}
+        increments, before = _increments(q_rest, t, log_s, weights, k, skip)
         for j, rows in levels.items():
             if rows:  # Σ_u w e_j[u, i] for i ≥ first: the prefix sums of the contracted increments
-                for (first, _), row in zip(rows, torch.cumsum(increments[j], dim=1), strict=True):
-                    total[first:] += row[first:]
+                sums = torch.cumsum(increments[j], dim=1) + before[j][:, None]  # [r, n − skip]
+                for (first, _), row in zip(rows, sums, strict=True):
+                    lo = max(first, skip)
+                    total[lo:] += row[lo - skip :]
     return total
 
 
@@ -173,16 +178,18 @@ def _row_scale(q_rest: torch.Tensor, t: torch.Tensor, n: int, k: int) -> torch.T
     return torch.log(torch.expm1(top * t).clamp_min(1e-300))
 
 
-def _increments(q_rest, t, log_s, weights: dict[int, torch.Tensor], k: int) -> dict[int, torch.Tensor]:
-    """{j: W_j @ d_j} [r_j, n]: the level-j increments d_j[:, l] = z_l e_{j−1}(first l rest tokens), contracted.
+def _increments(q_rest, t, log_s, weights: dict[int, torch.Tensor], k: int, skip: int = 0):
+    """({j: W_j @ d_j} [r_j, n − skip] for the tokens from `skip` on, {j: Σ of W_j @ d_j over the
+    tokens before `skip`} [r_j]): the level-j increments d_j[:, l] = z_l e_{j−1}(first l rest tokens), contracted.
 
     The tokens go by blocks of BLOCK so the [U, BLOCK] temporaries stay in cache. Inside a block
     e_{j−1}(before l) = Σ_a C_a e_{j−1−a}(block tokens before l), C_a = e_a(earlier blocks), so
     W_j @ d_j = Σ_b (W_j C_{j−1−b}) @ X_b with X_b[:, l] = z_l e_b(block tokens before l): one product
-    per b. All terms are positive: no cancellation.
+    per b. A block before `skip` needs only Σ_l X_b[:, l] = e_{b+1}(block). All terms are positive.
     """
     n, U = q_rest.shape[0], t.shape[0]
-    out = {j: torch.empty(w.shape[0], n, dtype=t.dtype) for j, w in weights.items()}
+    out = {j: torch.empty(w.shape[0], n - skip, dtype=t.dtype) for j, w in weights.items()}
+    before = {j: torch.zeros(w.shape[0], dtype=t.dtype) for j, w in weights.items()}
     carry = [torch.ones(U, dtype=t.dtype)] + [torch.zeros(U, dtype=t.dtype) for _ in range(k - 2)]  # C_a
     scale = torch.exp(-log_s)[:, None]  # [U, 1]
     for lo in range(0, n, BLOCK):
@@ -190,11 +197,18 @@ def _increments(q_rest, t, log_s, weights: dict[int, torch.Tensor], k: int) -> d
         np.expm1(z.numpy(), out=z.numpy())  # numpy's expm1 is vectorised, about twice torch's speed
         if bool(log_s.any()):
             z.mul_(scale)
-        xs, sums = _block_levels(z, k)
-        for j, w in weights.items():
-            out[j][:, lo : lo + z.shape[1]] = sum((w * carry[j - 1 - b][None, :]) @ xs[b] for b in range(j))
+        if lo < skip:
+            sums = _block_sums(z, k)  # e_0..e_{k−1}(block) [U] each
+            for j, w in weights.items():
+                before[j] += sum((w * carry[j - 1 - b][None, :]) @ sums[b + 1] for b in range(j))
+        else:
+            xs, sums = _block_levels(z, k)
+            for j, w in weights.items():
+                out[j][:, lo - skip : lo - skip + z.shape[1]] = sum(
+                    (w * carry[j - 1 - b][None, :]) @ xs[b] for b in range(j)
+                )
         carry = [sum(carry[c] * sums[a - c] for c in range(a + 1)) for a in range(k - 1)]
-    return out
+    return out, before
 
 
 def _block_levels(z: torch.Tensor, k: int) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
@@ -210,9 +224,21 @@ def _block_levels(z: torch.Tensor, k: int) -> tuple[list[torch.Tensor], list[tor
     return xs, sums
 
 
-def wor_miss_prefixes(q_ordered: torch.Tensor, k: int, stop: int | None = None) -> torch.Tensor:
+def _block_sums(z: torch.Tensor, k: int) -> list[torch.Tensor]:
+    """The block's e_b [U] for b = 0..k−1; the last one as a row-wise dot product, never written out."""
+    x, sums = z, [torch.ones(z.shape[0], dtype=z.dtype)]
+    for b in range(1, k - 1):
+        inclusive = torch.cumsum(x, dim=1)  # e_b(block tokens up to l) [U, w]
+        sums.append(inclusive[:, -1])
+        if b < k - 2:
+            x = torch.nn.functional.pad(z[:, 1:] * inclusive[:, :-1], (1, 0))  # X_b
+    sums.append(torch.einsum("uw,uw->u", z[:, 1:], inclusive[:, :-1]))  # Σ_l z_l e_{k−2}(before l)
+    return sums
+
+
+def wor_miss_prefixes(q_ordered: torch.Tensor, k: int, stop: int | None = None, start: int = 0) -> torch.Tensor:
     """1 − Q_wo(x̄ ⊆ Y_j) [stop+1] for the prefixes Y_j = first j tokens of `q_ordered`, j = 0..stop
-    (stop = V by default), k ≤ |supp q|."""
+    (stop = V by default), k ≤ |supp q|. Prefixes before `start` are not computed: 1.0 (an upper bound)."""
     V = q_ordered.shape[0]
     stop = V if stop is None else stop
     outside = torch.flip(torch.cumsum(torch.flip(q_ordered, [0]), 0), [0])
@@ -225,12 +251,14 @@ def wor_miss_prefixes(q_ordered: torch.Tensor, k: int, stop: int | None = None) 
     arriving = int(count[-1]) if stop > 0 else 0
     inside = 1.0 + torch.cumsum(_odds(qs)[:arriving], 0)  # [a] I(Y) up to m = 1
     if k >= 3:
-        inside = inside + _higher_terms_prefixes(qs, k, stop=arriving)
+        first = max(int(count[start - 1]) - 1, 0) if 0 < start <= stop else 0  # first arriving index needed
+        inside = inside + _higher_terms_prefixes(qs, k, stop=arriving, start=first)
     integral = torch.ones(stop + 1, dtype=torch.float64)
     has = count > 0
     integral[1:][has] = inside[count[has] - 1]
     miss = outside * integral
     miss[1:][count < k] = 1.0  # fewer than k possible arrivals inside Y: some candidate lies outside
+    miss[:start] = 1.0
     return miss.clamp(0.0, 1.0)
 
 

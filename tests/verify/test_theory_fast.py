@@ -36,16 +36,19 @@ def laws_for_pruning(seed: int):
         yield p, q
 
 
+@pytest.mark.parametrize("block", [64, theory_race.BLOCK])
 @pytest.mark.parametrize("k", [3, 4])
-def test_pruned_scan_equals_full_scan(k):
+def test_pruned_scan_equals_full_scan(monkeypatch, k, block):
+    monkeypatch.setattr(theory_race, "BLOCK", block)  # 64: the blocks before the first kept prefix are skipped
     pruned_some = 0
     for p, q in laws_for_pruning(seed=k):
         got, want = optimal._scan_wor(p, q, k), full_scan(p, q, k)
         assert got == pytest.approx(want, abs=1e-15, rel=0), (p.shape[0], k)
         order = optimal.ratio_order(p, q)
         outside = optimal._suffix_mass(q[order]).clamp(0.0, 1.0)
-        pruned_some += optimal._pruned_end(optimal._prefix_mass(p[order]), outside, q, k) < p.shape[0]
-    assert pruned_some >= 12  # the pruning is exercised, not vacuous
+        start, end = optimal._pruned_range(optimal._prefix_mass(p[order]), outside, q, k)
+        pruned_some += start > 0 and end < p.shape[0]
+    assert pruned_some >= 12  # the pruning is exercised at both ends, not vacuous
 
 
 def test_miss_bounds_hold_against_enumeration():
@@ -73,6 +76,19 @@ def test_prefix_values_do_not_depend_on_stop():
     full = wor_miss_prefixes(q[order], 3)
     for stop in (0, 1, 7, 2047, 2048, 2049, 2999):
         assert torch.equal(wor_miss_prefixes(q[order], 3, stop=stop), full[: stop + 1]), stop
+
+
+@pytest.mark.parametrize("k", [3, 4])
+def test_prefixes_from_start_match_the_full_computation(monkeypatch, k):
+    monkeypatch.setattr(theory_race, "BLOCK", 100)
+    g = torch.Generator().manual_seed(10 + k)
+    p, q = llm_like(1500, g, 0.8)
+    order = optimal.ratio_order(p, q)
+    full = wor_miss_prefixes(q[order], k)
+    for start, stop in ((1, 1500), (99, 700), (100, 700), (101, 1200), (950, 1499), (1500, 1500)):
+        got = wor_miss_prefixes(q[order], k, stop=stop, start=start)
+        assert torch.allclose(got[start:], full[start : stop + 1], atol=1e-15, rtol=0), (start, stop)
+        assert bool((got[:start] == 1.0).all())  # not computed: the trivial upper bound
 
 
 @pytest.mark.parametrize("k", [3, 4])
