@@ -13,8 +13,10 @@ estimate where rrs_wor has no exact route, k ≥ 3 at this vocabulary: same seed
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import statistics
 import subprocess
+import tempfile
 import time
 import types
 from pathlib import Path
@@ -48,21 +50,27 @@ def _source(rev: str, path: str) -> str:
     return done.stdout
 
 
-def _module(name: str, source: str, **names) -> types.ModuleType:
-    module = types.ModuleType(name)
+def _module(name: str, source: str, folder: Path, **names) -> types.ModuleType:
+    """Imports `source` as module `name` from a file in `folder`, with `names` predefined."""
+    path = folder / f"{name}.py"
+    path.write_text(source, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
     module.__dict__.update(names)
-    exec(compile(source, f"<{name}>", "exec"), module.__dict__)  # noqa: S102 - the repository's own code
+    spec.loader.exec_module(module)
     return module
 
 
 def baseline(rev: str):
     """visit_theory of revision `rev`: its theory_race, optimal and theory_wor, loaded side by side."""
-    race = _module("baseline_theory_race", _source(rev, "decoding/verify/theory_race.py"))
     opt_src = _source(rev, "decoding/verify/optimal.py").replace(
         "from decoding.verify.theory_race import wor_miss_prefixes", "wor_miss_prefixes = _race.wor_miss_prefixes"
     )
-    optimal = _module("baseline_optimal", opt_src, _race=race)
-    wor = _module("baseline_theory_wor", _source(rev, "decoding/verify/theory_wor.py"))
+    with tempfile.TemporaryDirectory(prefix="bench_theory_") as tmp:  # the files are read once, at import
+        folder = Path(tmp)
+        race = _module("baseline_theory_race", _source(rev, "decoding/verify/theory_race.py"), folder)
+        optimal = _module("baseline_optimal", opt_src, folder, _race=race)
+        wor = _module("baseline_theory_wor", _source(rev, "decoding/verify/theory_wor.py"), folder)
     from decoding.verify import theory
 
     def old_visit(entry, p, q, k):
