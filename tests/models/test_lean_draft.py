@@ -6,6 +6,8 @@ but down_proj) on the same inputs: causal prefill, cached steps, and a tree call
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import pytest
 import torch
 
@@ -37,21 +39,28 @@ def _tree_call(model, cache, tree: DraftTree, nodes: list[int], slots: dict[int,
                      use_cache=True, logits_to_keep=len(nodes)).logits[0]  # [len(nodes), V]
 
 
-def test_lean_forward_equals_the_transformers_int8_draft(tiny) -> None:
+def assert_same_forward(reference, lean, seed: int, tol: float, during=nullcontext) -> None:
+    """`lean` gives `reference`'s logits on a causal prefill, then on a tree's root, its siblings and the
+    grandchildren under node 2 (4-D masks), each call inside `during()`."""
     from transformers import DynamicCache
 
-    reference, lean = embedded.int8_self_draft(tiny), lean_draft.LeanInt8Llama(tiny)
-    prompt = _ids(9, 0)
+    prompt = _ids(9, seed)
     caches = (DynamicCache(), lean.new_cache())
     with torch.inference_mode():
         want, got = (m(prompt[:, :-1], past_key_values=c, use_cache=True, logits_to_keep=8).logits
                      for m, c in zip((reference, lean), caches, strict=True))
-    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)  # causal prefill, all rows
+    torch.testing.assert_close(got, want, rtol=tol, atol=tol)  # causal prefill, all rows
     tree = DraftTree.root(int(prompt[0, -1])).add_draws(0, [3, 7, 3], merge=False).add_draws(2, [11, 12], merge=False)
     slots = {n: 8 + n for n in range(len(tree))}
-    for nodes in ([0], [1, 2, 3], [4, 5]):  # root, siblings, then grandchildren under node 2
-        want, got = (_tree_call(m, c, tree, nodes, slots, 8) for m, c in zip((reference, lean), caches, strict=True))
-        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    for nodes in ([0], [1, 2, 3], [4, 5]):
+        with during():
+            want, got = (_tree_call(m, c, tree, nodes, slots, 8)
+                         for m, c in zip((reference, lean), caches, strict=True))
+        torch.testing.assert_close(got, want, rtol=tol, atol=tol)
+
+
+def test_lean_forward_equals_the_transformers_int8_draft(tiny) -> None:
+    assert_same_forward(embedded.int8_self_draft(tiny), lean_draft.LeanInt8Llama(tiny), seed=0, tol=1e-4)
 
 
 def test_lean_draft_behind_hftreelm_matches_after_a_tree_commit(tiny) -> None:

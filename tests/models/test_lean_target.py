@@ -6,6 +6,8 @@ Oracle: transformers' forward of the same model on the same inputs (causal prefi
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import pytest
 import torch
 
@@ -14,7 +16,7 @@ from decoding.models.packed_linear import packed_products, use_packed_projection
 from decoding.models.treelm import HFTreeLM
 from decoding.verify.tree import DraftTree
 from tests.conftest import save_tiny_llama
-from tests.models.test_lean_draft import WORDS, _ids, _tree_call
+from tests.models.test_lean_draft import WORDS, _ids, assert_same_forward
 
 
 @pytest.fixture(scope="module")
@@ -29,21 +31,8 @@ def tiny(tmp_path_factory):
 
 @pytest.mark.parametrize("packed", [False, True], ids=["F.linear", "packed"])
 def test_lean_target_equals_the_transformers_forward(tiny, packed) -> None:
-    from transformers import DynamicCache
-
-    lean = lean_target.LeanFloatLlama(tiny)
-    prompt = _ids(9, 3)
-    caches = (DynamicCache(), lean.new_cache())
-    with torch.inference_mode():
-        want, got = (m(prompt[:, :-1], past_key_values=c, use_cache=True, logits_to_keep=8).logits
-                     for m, c in zip((tiny, lean), caches, strict=True))
-    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)  # causal prefill, all rows
-    tree = DraftTree.root(int(prompt[0, -1])).add_draws(0, [3, 7, 3], merge=False).add_draws(2, [11, 12], merge=False)
-    slots = {n: 8 + n for n in range(len(tree))}
-    for nodes in ([0], [1, 2, 3], [4, 5]):  # root, siblings, then grandchildren under node 2
-        with packed_products() if packed else torch.inference_mode():
-            want, got = (_tree_call(m, c, tree, nodes, slots, 8) for m, c in zip((tiny, lean), caches, strict=True))
-        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    during = packed_products if packed else nullcontext
+    assert_same_forward(tiny, lean_target.LeanFloatLlama(tiny), seed=3, tol=1e-5, during=during)
 
 
 def test_lean_target_behind_hftreelm_matches_after_a_tree_commit(tiny) -> None:
