@@ -1,7 +1,7 @@
 """Few-row products of a tree forward through MKL's pre-packed GEMM.
 
 Why: a verify forward multiplies a few rows (the tree's N nodes) by every weight matrix. On a CPU,
-MKL's GEMM for 2..64 rows re-packs the whole weight matrix on every call and costs 1.5-3x a one-row
+MKL's GEMM for 4..64 rows re-packs the whole weight matrix on every call and costs 1.5-3x a one-row
 product (RUNTIME_NOTES.md): that, not the arithmetic, is what made a 5-row verify cost 2x a decode
 step. MKL can pack a weight once for a given row count (`cblas_sgemm_pack`, exposed as
 `torch.ops.mkl._mkl_reorder_linear_weight`); the product then reads the packed copy directly.
@@ -26,6 +26,8 @@ from contextlib import contextmanager
 import torch
 
 BUCKETS = (4, 8, 16, 32, 64)  # padded row counts a weight is packed for
+MIN_ROWS = 4  # fewer rows keep F.linear: measured cheaper for 2 and 3 rows (47 vs 56 ms, 53 vs 59 ms per
+# forward of the lean target, `python -m decoding bench forwards`), packing wins from 4 rows on (59 vs 86 ms)
 MAX_PACKS = 3  # packed copies kept per weight (each one the size of the weight)
 _ACTIVE = contextvars.ContextVar("specscope_packed_products", default=False)
 
@@ -45,14 +47,14 @@ def packed_products() -> Iterator[None]:
 
 
 def bucket_for(rows: int) -> int | None:
-    """The smallest bucket holding `rows` rows; None for one row or more rows than the largest bucket."""
-    if rows < 2:
+    """The smallest bucket holding `rows` rows; None below MIN_ROWS or above the largest bucket."""
+    if rows < MIN_ROWS:
         return None
     return next((b for b in BUCKETS if rows <= b), None)
 
 
 class PackedProjection:
-    """The forward of one float nn.Linear: F.linear, or the packed product for 2..BUCKETS[-1] rows."""
+    """The forward of one float nn.Linear: F.linear, or the packed product for MIN_ROWS..BUCKETS[-1] rows."""
 
     def __init__(self, linear: torch.nn.Linear) -> None:
         self.weight, self.bias = linear.weight, linear.bias

@@ -36,7 +36,8 @@ def test_lean_target_equals_the_transformers_forward(tiny, packed) -> None:
 
 
 def test_lean_target_behind_hftreelm_matches_after_a_tree_commit(tiny) -> None:
-    sessions = [HFTreeLM(tiny), HFTreeLM(lean_target.LeanFloatLlama(tiny))]
+    lean = lean_target.LeanFloatLlama(tiny)
+    sessions = [HFTreeLM(tiny), HFTreeLM(lean)]
     context = _ids(6, 4)[0].tolist()
     outs = []
     for lm in sessions:
@@ -46,6 +47,7 @@ def test_lean_target_behind_hftreelm_matches_after_a_tree_commit(tiny) -> None:
         lm.commit([0, 3, 5], 21, tree)  # keep prefix + slots of nodes 0, 3, 5 (not 1, 2, 4)
         outs.append(lm.logits(DraftTree.root(21), [0]))
         assert lm.cache.get_seq_length() == 6 + 3
+    assert list(lean.lean_layers[0].qkv.packs) == [8]  # the 6-row tree call took the packed product
     for a, b in zip(outs[:2], outs[2:], strict=True):
         torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-5)
 
