@@ -5,29 +5,33 @@ A (pair kind, DecodeConfig) tuple for outside checks that time specscope on thei
 record=False is the fast path (no per-node records, no theory); the verifier is lossless, so the
 output law is the target's at any temperature. Importing this module loads no model and no torch.
 
-What made it faster (idle 2-core CPU, `python -m decoding bench forwards --rounds 5 --calls 10`, ms per
-forward from a 200-token cache, interleaved): the draft now runs through lean_draft.py (same int8 draft
-law: fused q/k/v and gate/up int8 products, direct fbgemm calls, in-place key/value buffers) at 39 ms
-against transformers' 52 ms (0.67 vs 0.88 of a 59 ms one-token target forward); the verify forward's
-few-row products go through MKL's pre-packed GEMM (packed_linear.py): 5 rows 116 -> 94 ms, 22 rows
-222 -> 144 ms. With both, the shorter chain wins: a draft forward still costs 2/3 of a target forward.
+Session 5 (idle 2-core CPU, 2026-11-24): the target now scores through a lean float32 forward
+(lean_target.py: same p; one token 44 vs transformers' 54 ms, a 3-row verify 53 ms with F.linear, a
+22-row tree 107 vs 126 ms, `python -m decoding bench forwards`). That made plain decoding on the same
+forward ("specscope target alone" in `bench speed`) 1.02-1.25x generate(). Speculation itself is about
+neutral on this CPU: the int8 self-draft costs 0.75 of a lean target forward (33 vs 44 ms), so with
+the embedded pair every chain is 0.86-0.99x the target alone; the lookup pair's n-gram draft costs
+nothing and its chains are 0.98-1.02x the target alone. Measured x generate() (median [min-max]):
+- `--pair embedded --configs sd:1 sd:1,1 sd:1,1,1 rrs_wor:3,2,2 --temperatures 0,0.8 --paths
+  fast,recorded --prompts 3 --repeats 2 --max-new-tokens 40 --threads 2`: sd 1 0.93x / 1.08x (T = 0 /
+  0.8), sd 1,1 0.94x / 1.05x, sd 1,1,1 0.94x / 0.99x, rrs_wor 3,2,2 0.71x / 0.83x.
+- `--pair lookup --configs sd:1 sd:1,1 sd:1,1,1 --paths fast --prompts 4 --repeats 1 --threads 2`:
+  sd 1 1.18x [0.87-1.81] / 1.04x [0.87-1.15], sd 1,1 1.27x / 0.99x, sd 1,1,1 1.05x / 0.85x.
+- `--pair embedded --also-pairs lookup --configs sd:1 sd:1,1 --paths fast --prompts 4 --repeats 1
+  --threads 1`: lookup sd 1 1.08x [0.82-1.21] / 1.02x [0.79-1.23]; embedded sd 1 0.97x / 1.04x,
+  sd 1,1 1.06x / 0.98x.
+So the lookup pair with one drafted token is the only configuration whose median is above generate()
+at both temperatures with one and two threads; its spread still reaches below 1, and on prompts whose
+answer repeats nothing the n-gram draft rarely hits (a missed 2-row verify costs ~6 % over one row).
 
-Idle machine, 2026-11-23 (`python -m decoding bench speed --pair embedded --configs sd:1,1 sd:1,1,1
-sd:1,1,1,1 rrs_wor:3,2,2 --temperatures 0,0.8 --paths fast,recorded --prompts 3 --repeats 2
---max-new-tokens 40 --threads 2`), x plain generate() (median [min-max] over 6 paired runs):
-sd 1,1: 0.93x [0.85-1.17] at T = 0, 0.84x [0.71-1.00] at T = 0.8 (1.29x / 1.46x transformers' assisted
-generation with the same draft); sd 1,1,1: 0.91x / 0.83x; sd 1,1,1,1: 0.81x / 0.86x (before the lean
-draft and the packed verify: 0.58x / 0.68x); rrs_wor 3,2,2: 0.62x / 0.62x. With one torch thread
-(`--configs sd:1,1 sd:1,1,1 --paths fast --threads 1`, same prompts): sd 1,1 1.01x [0.89-1.07] / 0.93x,
-sd 1,1,1 1.04x [0.89-1.25] / 0.93x. So this is the fastest measured: level with plain decoding at
-T = 0 on one thread, still below it at T = 0.8 and on two threads.
-
+Session 4 (before the lean target): sd 1,1 on the embedded pair 0.93x / 0.84x (2 threads), 1.01x /
+0.93x (1 thread); the lean int8 draft 39 vs 52 ms, the packed verify 5 rows 116 -> 94 ms.
 Tried and not kept: a head over the first 16384 ids (embedded-fast: q = 0 beyond, alpha .787 -> .769):
-38.4 vs 39.4 ms per draft forward, no measurable gain; SmoothQuant int8 down_proj (agreement .770 ->
-.660-.723, more tokens per step lost than the draft time it saves); weight-only int8/int4 kernels (4-8x
-slower than float32 for one row here); layer skipping (useless for this model, RUNTIME_NOTES.md); a
-hand-written grouped attention and torch's fused rms_norm in the lean draft (no gain, within noise);
-W @ x.T for few-row products (replaced by the packed GEMM, better from 2 rows on).
+no measurable gain; SmoothQuant int8 down_proj (agreement .770 -> .660-.723); weight-only int8/int4
+kernels (4-8x slower than float32 for one row here); layer skipping (useless for this model,
+RUNTIME_NOTES.md); a hand-written grouped attention and torch's fused rms_norm in the lean draft (no
+gain); W @ x.T for few-row products (replaced by the packed GEMM, used from 4 rows on: for 2-3 rows
+F.linear is cheaper, 47 vs 56 and 53 vs 59 ms).
 """
 
 from __future__ import annotations
@@ -35,6 +39,6 @@ from __future__ import annotations
 from decoding.run.config import DecodeConfig
 
 FASTEST: tuple[str, DecodeConfig] = (
-    "embedded",
-    DecodeConfig(verifier="sd", branching=(1, 1), temperature=0.0, record=False),
+    "lookup",
+    DecodeConfig(verifier="sd", branching=(1,), temperature=0.0, record=False),
 )
