@@ -340,12 +340,18 @@ def test_race_quadrature_matches_enumeration(k, shape):
         q[0] = q[5] = 0.5 - 1e-9
     assert torch.allclose(wor_inclusion(q, k), enumerated_inclusion(q, k, "without_replacement"), atol=1e-10)
     order = torch.randperm(V, generator=g)
+    assert torch.allclose(wor_miss_prefixes(q[order], k), enumerated_miss(q, k, order), atol=1e-10)
+
+
+def enumerated_miss(q: torch.Tensor, k: int, order: torch.Tensor) -> torch.Tensor:
+    """1 − Q(x̄ ⊆ first j tokens of `order`) [V+1], j = 0..V, by enumerating the without-replacement law."""
+    V = q.shape[0]
     pos = torch.empty(V, dtype=torch.long)
     pos[order] = torch.arange(V)
-    miss = torch.zeros(V + 1, dtype=torch.float64)  # 1 − Q(x̄ ⊆ first j tokens of `order`)
+    miss = torch.zeros(V + 1, dtype=torch.float64)
     for cands, prob in laws.enumerate_tuples("without_replacement", q, k):
         miss[: max(int(pos[x]) for x in cands) + 1] += prob
-    assert torch.allclose(wor_miss_prefixes(q[order], k), miss, atol=1e-10)
+    return miss
 
 
 # ---------------------------------------------------------------------------------------------

@@ -9,8 +9,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from decoding.verify import laws, optimal, theory_race
+from decoding.verify import optimal, theory_race
 from decoding.verify.theory_race import wor_miss_prefixes
+from tests.verify.test_theory import enumerated_miss
 
 
 def llm_like(V: int, g: torch.Generator, temperature: float, spread: float = 3.0):
@@ -58,11 +59,7 @@ def test_miss_bounds_hold_against_enumeration():
         q = torch.softmax(3 * torch.randn(V, generator=g, dtype=torch.float64), 0)
         for k in range(2, min(V, 4) + 1):
             order = torch.randperm(V, generator=g)
-            pos = torch.empty(V, dtype=torch.long)
-            pos[order] = torch.arange(V)
-            miss = torch.zeros(V + 1, dtype=torch.float64)
-            for cands, prob in laws.enumerate_tuples("without_replacement", q, k):
-                miss[: max(int(pos[x]) for x in cands) + 1] += prob
+            miss = enumerated_miss(q, k, order)
             outside = optimal._suffix_mass(q[order]).clamp(0.0, 1.0)
             lower = -torch.expm1(k * torch.log1p(-outside))
             upper = 1.0 - optimal._contained_lower(outside, q, k)
@@ -104,9 +101,4 @@ def test_blocked_quadrature_matches_enumeration(monkeypatch, k, scaled):
         torch.softmax(torch.randn(V, generator=g, dtype=torch.float64), 0),
     ):
         order = torch.randperm(V, generator=g)
-        pos = torch.empty(V, dtype=torch.long)
-        pos[order] = torch.arange(V)
-        miss = torch.zeros(V + 1, dtype=torch.float64)
-        for cands, prob in laws.enumerate_tuples("without_replacement", q, k):
-            miss[: max(int(pos[x]) for x in cands) + 1] += prob
-        assert torch.allclose(wor_miss_prefixes(q[order], k), miss, atol=1e-10, rtol=0)
+        assert torch.allclose(wor_miss_prefixes(q[order], k), enumerated_miss(q, k, order), atol=1e-10, rtol=0)
