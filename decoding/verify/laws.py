@@ -40,6 +40,11 @@ def top_order(q: torch.Tensor, m: int | None = None) -> list[int]:
     return [int(i) for i in torch.cat([above, ties])]
 
 
+def iid_hit(mass: torch.Tensor, k: int) -> torch.Tensor:
+    """1 − (1 − mass)^k: some of k i.i.d. draws lands in a set of this mass (expm1/log1p: exact tails)."""
+    return -torch.expm1(k * torch.log1p(-mass))
+
+
 def hub(q: torch.Tensor) -> int:
     """The SpecHub hub: argmax q, lowest id on ties (torch.argmax returns the first maximum)."""
     return int(torch.argmax(q))
@@ -161,7 +166,7 @@ class IID(Law):
                 yield xs, prob
 
     def _inclusion(self, q, k):
-        return -torch.expm1(k * torch.log1p(-q.clamp(max=1.0)))  # 1 − (1 − q)^k
+        return iid_hit(q.clamp(max=1.0), k)
 
 
 class WithoutReplacement(Law):

@@ -101,8 +101,7 @@ def _scan_iid(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
     order = ratio_order(p, q)
     p_in = _prefix_mass(p[order])  # [V+1]
     q_out = _suffix_mass(q[order]).clamp(0.0, 1.0)  # [V+1] = 1 − q(Y)
-    miss = -torch.expm1(k * torch.log1p(-q_out))  # 1 − Q(x̄ ⊆ Y)
-    return float((p_in + miss).min())
+    return float((p_in + laws.iid_hit(q_out, k)).min())  # miss = 1 − Q(x̄ ⊆ Y) = 1 − q(Y)^k
 
 
 def _scan_wor(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
@@ -132,7 +131,7 @@ def _pruned_range(p_in: torch.Tensor, outside: torch.Tensor, q: torch.Tensor, k:
     minimum from above, so a prefix whose lower value exceeds min_j upper_j is never the minimum.
     SLACK covers rounding in both bounds; it only keeps more prefixes, so the scan stays exact.
     """
-    lower = p_in - torch.expm1(k * torch.log1p(-outside))  # [V+1]
+    lower = p_in + laws.iid_hit(outside, k)  # [V+1]
     upper = p_in + 1.0 - _contained_lower(outside, q, k)
     keep = torch.nonzero(lower <= float(upper.min()) + SLACK)
     return int(keep.min()), int(keep.max())

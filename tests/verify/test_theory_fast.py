@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from decoding.verify import optimal, theory_race
+from decoding.verify import laws, optimal, theory_race
 from decoding.verify.theory_race import wor_miss_prefixes
 from tests.verify.test_theory import enumerated_miss
 
@@ -61,7 +61,7 @@ def test_miss_bounds_hold_against_enumeration():
             order = torch.randperm(V, generator=g)
             miss = enumerated_miss(q, k, order)
             outside = optimal._suffix_mass(q[order]).clamp(0.0, 1.0)
-            lower = -torch.expm1(k * torch.log1p(-outside))
+            lower = laws.iid_hit(outside, k)
             upper = 1.0 - optimal._contained_lower(outside, q, k)
             assert bool((lower <= miss + 1e-13).all()) and bool((miss <= upper + 1e-13).all()), (q, k)
 
