@@ -56,9 +56,7 @@ class LeanInt8Llama(LeanLlama):
     """The int8 self-draft of a llama target (see the module docstring); built once, read-only after."""
 
     def __init__(self, target, head_size: int | None = None) -> None:
-        if not supports(target):
-            raise ValueError("the lean int8 draft needs a llama-style target (no biases, SiLU MLP)")
-        super().__init__(target)
+        super().__init__(target)  # refuses a target that is not llama-style
         self.lean_layers = [_int8_layer(layer) for layer in target.model.layers]
         self.head_size = self.vocab if head_size is None else head_size
         if not 0 < self.head_size <= self.vocab:

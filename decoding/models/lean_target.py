@@ -46,8 +46,8 @@ class LeanFloatLlama(LeanLlama):
     """The float32 target of a llama model (see the module docstring); built once, read-only after."""
 
     def __init__(self, target) -> None:
-        if not supports(target) or target.lm_head.weight.dtype != torch.float32:
-            raise ValueError("the lean target needs a float32 llama-style model (no biases, SiLU MLP)")
-        super().__init__(target)
+        super().__init__(target)  # refuses a target that is not llama-style
+        if target.lm_head.weight.dtype != torch.float32:
+            raise ValueError("the lean target needs a float32 model")
         self.lean_layers = [_float_layer(layer) for layer in target.model.layers]
         self.head = _own(target.lm_head)  # [.., hidden] -> [.., V]
