@@ -14,22 +14,41 @@ or not drawable) is skipped with threshold 0. A residual with no mass falls back
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from functools import partial
 
 import torch
 
-from decoding.verify.rules.common import Event, Final, Update, final_residual, ratio_test, residual, restricted
+from decoding.verify.rules.common import (
+    Event,
+    Final,
+    Rows,
+    Update,
+    conditional_chain,
+    final_residual,
+    ratio_test,
+    residual,
+    restricted,
+)
 
 
-def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event]:
+def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int], keep: bool = True) -> Iterator[Event]:
+    """keep=False: the Update rows are overwritten two tests later (for `conditional`, which reads only
+    the thresholds and the final law): four [V] rows of memory instead of 2k."""
     r, d = p, q  # [V] residual target, [V] law the current candidate was drawn from
-    left = _Undrawn(q)
+    left = _Undrawn(q, torch.empty_like(q))
+    rows = Rows(2 * len(xs), q) if keep else Rows.recycled(4, q)  # one block: a residual and a draft law per test
     for i, x in enumerate(xs):
         yield ratio_test(i, x, r, d, "r/d")
-        r = residual(r, d)  # subtract the law x_i was drawn from, before removing x_i from it
+        r = residual(r, d, out=rows.take())  # subtract the law x_i was drawn from, before removing x_i from it
         left.drop(x)
-        d = left.law() if left.mass > SAFE_MASS else restricted(q, xs[: i + 1])  # [V] law of the next draw
+        d = left.law(rows.take()) if left.mass > SAFE_MASS else restricted(q, xs[: i + 1])  # [V] next draw's law
         yield Update(r, draft=d)
     yield Final(final_residual(r, p))
+
+
+def conditional(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """The chain's exact (accept [k], residual [V]), its rows written into four recycled rows."""
+    return conditional_chain(partial(chain, keep=False), p, q, candidates)
 
 
 SAFE_MASS = 1e-6  # below this undrawn q-mass, rebuild the next law exactly (sum, zero test, uniform fallback)
@@ -40,15 +59,15 @@ class _Undrawn:
     restricted()'s four (clone, write, sum, divide). Its mass is tracked by subtraction, exact to ~1e-16
     relative while it stays far from 0; near 0 the caller falls back to restricted()."""
 
-    def __init__(self, q: torch.Tensor) -> None:
-        self.rest = q.clone()  # [V] q with the drawn tokens zeroed
+    def __init__(self, q: torch.Tensor, out: torch.Tensor) -> None:
+        self.rest = out.copy_(q)  # [V] q with the drawn tokens zeroed (out: a fresh row)
         self.mass = float(q.sum())
 
     def drop(self, x: int) -> None:
         self.mass -= float(self.rest[x])  # 0 for a repeated token: already zeroed
         self.rest[x] = 0.0
 
-    def law(self) -> torch.Tensor:
-        """[V] normalised law of the next draw (a fresh tensor: the update that shows it keeps it)."""
-        return self.rest / self.mass
+    def law(self, out: torch.Tensor) -> torch.Tensor:
+        """[V] normalised law of the next draw, written into `out` (a fresh row: the update that shows it keeps it)."""
+        return torch.mul(self.rest, 1.0 / self.mass, out=out)  # a multiply: half a division's cost
 
