@@ -142,7 +142,7 @@ class _Placement(NamedTuple):
     """Where the fit put every token: kept so both evaluations reuse it instead of redoing [V] passes."""
 
     special: torch.Tensor  # [s] token ids with weight 0 or above W_HI (usually few): handled by index
-    b: torch.Tensor  # [V] bin index; the special tokens sit in an extra last bin whose coefficients are 0
+    b: torch.Tensor  # [V] int32 bin index; the special tokens sit in an extra last bin whose coefficients are 0
     sigma: torch.Tensor  # [V] w/c - 1 (-1 at the special tokens)
 
 
@@ -156,16 +156,17 @@ class _Fit(NamedTuple):
 
     @staticmethod
     def of(q: torch.Tensor, w: torch.Tensor, k: int) -> _Fit:
-        special = torch.nonzero((w == 0) | (w > W_HI)).flatten()  # [s]
+        special = _special(w)  # [s]
         z = float(q[special][w[special] == 0].sum()) if special.numel() else 0.0  # q-mass of the weight-0 tokens
         if special.numel() == w.numel():
             return _Fit(k, z ** (k - 1), None, None)
         m_lo, bins, b = _bin_index(w, special)
-        sigma = _offsets(w, b, m_lo, bins)  # [V]
+        b32 = b.to(torch.int32)  # [V] for the gathers (int32 indices gather ~1.6x faster; scatter_add_ takes int64)
+        sigma = _offsets(w, b32, m_lo, bins)  # [V]
         moments = _bin_moments(q, sigma, b, bins)  # [TERMS, bins]
         coeff = torch.zeros(TERMS, bins + 1, dtype=torch.float64)  # [TERMS, bins + 1]
         coeff[:, :bins] = _coefficients(moments, z, k, bins)
-        return _Fit(k, z ** (k - 1), coeff, _Placement(special, b, sigma))
+        return _Fit(k, z ** (k - 1), coeff, _Placement(special, b32, sigma))
 
     def full_law(self, q: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
         """r at every token of the (q, w) the fit was made from [V]: the Horner passes on the kept bins and
@@ -203,6 +204,15 @@ class _Fit(NamedTuple):
             poly.mul_(sigma).add_(torch.index_select(self.coeff[j], 0, b, out=scratch))
         torch.mul(poly, sigma, out=scratch)
         return poly.add_(scratch).add_(self.g_inf).mul_(q).mul_(self.k)
+
+
+def _special(w: torch.Tensor) -> torch.Tensor:
+    """[s] token ids with weight 0 or above W_HI. One aminmax pass settles the usual case (none) without
+    the mask and nonzero scan (~0.1 ms at V = 49152)."""
+    lo, hi = (float(v) for v in torch.aminmax(w))
+    if lo > 0 and hi <= W_HI:
+        return torch.empty(0, dtype=torch.long)
+    return torch.nonzero((w == 0) | (w > W_HI)).flatten()
 
 
 def _bin_index(w: torch.Tensor, special: torch.Tensor) -> tuple[int, int, torch.Tensor]:

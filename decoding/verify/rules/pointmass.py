@@ -9,13 +9,15 @@ A repeated token is skipped without a test: after its first test r(x) = 0. The r
 from p (p restricted to the untested tokens) to keep it exact; when it holds no mass (the candidates
 cover the support of p) acceptance is certain and the fallback p is never used.
 
-Speed: the untested p-mass is tracked by subtraction, so each update is one [V] pass (p / mass, then
+Speed: the untested p-mass is tracked by subtraction, so each update is one [V] pass (p x 1/mass, then
 index writes) instead of four (clone, writes, sum, divide); below SAFE_MASS the mass is summed exactly.
+The rows come from one block per node (rules/common.Rows), recycled in `conditional`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from functools import partial
 
 import torch
 
@@ -23,36 +25,47 @@ from decoding.verify import laws
 from decoding.verify.rules.common import (
     Event,
     Final,
+    Rows,
     Test,
     Update,
+    conditional_chain,
     final_residual,
     normalised_,
-    without,
 )
 
 SAFE_MASS = 1e-3  # below this untested p-mass, renormalise by an exact sum (subtraction loses digits)
 
 
-def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int]) -> Iterator[Event]:
+def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int], keep: bool = True) -> Iterator[Event]:
+    """keep=False: each Update row is overwritten two tests later (for `conditional`, which reads only the
+    thresholds and the final law): two [V] rows of memory instead of one per distinct candidate."""
     r = p  # [V]
     tested: list[int] = []
     left = float(p.sum())  # p-mass of the untested tokens
+    rows = Rows(len(xs), p) if keep else Rows.recycled(2, p)  # one block for the rows the verdict keeps
     for i, x in enumerate(xs):
         if x in tested:
             continue  # a repeat: r(x) = 0 already
         yield Test(i, x, float(r[x]), 1.0, "r(x)/1")
         tested.append(x)
         left -= float(p[x])
-        r = _untested(p, tested, left)  # [V] p restricted to the untested tokens, normalised
+        r = _untested(p, tested, left, rows.take())  # [V] p restricted to the untested tokens, normalised
         yield Update(r)
     yield Final(final_residual(r, p))
 
 
-def _untested(p: torch.Tensor, tested: list[int], left: float) -> torch.Tensor:
-    """[V] p without the tested tokens, normalised: one pass while the mass left is safely above 0."""
+def conditional(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """The chain's exact (accept [k], residual [V]), its rows written into two recycled rows."""
+    return conditional_chain(partial(chain, keep=False), p, q, candidates)
+
+
+def _untested(p: torch.Tensor, tested: list[int], left: float, out: torch.Tensor) -> torch.Tensor:
+    """[V] p without the tested tokens, normalised, written into `out` (a fresh row): one pass (a multiply by
+    1/mass) while the mass left is safely above 0, an exact sum below SAFE_MASS."""
     if left <= SAFE_MASS:
-        return normalised_(without(p, tested))
-    r = p / left  # [V] a fresh tensor
+        out.copy_(p)[tested] = 0.0
+        return normalised_(out)
+    r = torch.mul(p, 1.0 / left, out=out)  # [V]
     r[tested] = 0.0
     return r
 

@@ -54,7 +54,8 @@ def _root(p: torch.Tensor, q: torch.Tensor, k: int) -> tuple[float, tuple[torch.
     torch.div(p, w, out=w)
     # bucket 0: w < 1; bucket j in 1..B: edges[j-1] <= w < edges[j] (up to rounding); B+1: w >= k
     scale = BUCKETS / (k - 1)
-    bucket = w.mul_(scale).sub_(scale - 1.0).floor_().clamp_(0, BUCKETS + 1).long()  # [V]; w is consumed
+    # [V]; w is consumed. No floor_: after the clamp to >= 0, long()'s truncation is the floor (one pass fewer)
+    bucket = w.mul_(scale).sub_(scale - 1.0).clamp_(0, BUCKETS + 1).long()
     p_sum = torch.zeros(BUCKETS + 2, dtype=torch.float64).scatter_add_(0, bucket, p)  # [B+2] per-bucket mass
     q_sum = torch.zeros(BUCKETS + 2, dtype=torch.float64).scatter_add_(0, bucket, q)
     edges = torch.linspace(1.0, float(k), BUCKETS + 1, dtype=torch.float64)  # [B+1]
