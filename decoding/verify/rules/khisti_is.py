@@ -367,11 +367,12 @@ def conditional(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]) -> 
     """accept[i] = beta_i min(1, p(x_i)/r(x_i)); residual = norm((p - r)_+) [V]."""
     node, xs = _node(p, q, candidates, None)
     beta = selection(node.w[xs])  # [k]
+    residual = node.residual()  # [V] first: it builds the full law, so each at() below is a lookup of it
     passes = torch.tensor([_sd_test(node.p, xs, i, node.law).probability for i in range(len(xs))], dtype=torch.float64)
     accept = beta * passes  # [k]
     if float(accept.sum()) >= 1.0:
         return accept, torch.zeros_like(node.p)
-    return accept, node.residual()
+    return accept, residual
 
 
 def acceptance(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
