@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from decoding.models.treelm import TreeLM
+from decoding.models.treelm import TreeLM, with_guess
 from decoding.run.config import DecodeConfig
 from decoding.verify import crn, sampling
 from decoding.verify.forest import Forest, build_forest
@@ -66,10 +66,14 @@ def draft_forest(draft: TreeLM, root_token: int, config: DecodeConfig, groups: l
     for depth in range(config.tree_depth):
         forest = build_forest(trees)
         level = forest.tree.nodes_at_depth(depth)
-        probs = warp(draft.logits(forest.tree, level), config.temperature, config.top_k, config.top_p)  # [n, V]
-        q.update(zip(level, probs, strict=True))
+        if not level:  # every node of the last level had no guess
+            break
+        guessing, logits = with_guess(level, draft.logits(forest.tree, level))  # [n, V]: the rest stay leaves
+        q.update(zip(guessing, warp(logits, config.temperature, config.top_k, config.top_p), strict=True))
         for t, group in enumerate(groups):
             for node in trees[t].nodes_at_depth(depth):
+                if forest.maps[t][node] not in q:
+                    continue
                 u = uniforms.at(slots[t][node], _width(trees[t], node, depth, config))
                 trees[t] = _draw(trees[t], node, q[forest.maps[t][node]], group, u, slots[t])
     forest = build_forest(trees)

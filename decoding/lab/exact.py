@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from decoding.lab.language import Prefix, TinyLanguage
-from decoding.lab.trees import DraftedTree, describe, drafted_trees
+from decoding.lab.trees import DraftedTree, Guesses, describe, drafted_trees
 from decoding.verify.entry import Verifier
 from decoding.verify.optimal import membership_bound, optimal_acceptance
 from decoding.verify.step_law import Outcome, emitted_law, expected_tokens
@@ -75,13 +75,14 @@ def memoized(entry: Verifier) -> Verifier:
     return dataclasses.replace(entry, conditional=cached)
 
 
-def check_case(entry: Verifier, language: TinyLanguage, shape: tuple[int, ...]) -> Case:
-    """Mix the exact step laws over every drafted tree and compare with the target joint law."""
+def check_case(entry: Verifier, language: TinyLanguage, shape: tuple[int, ...], guesses: Guesses = None) -> Case:
+    """Mix the exact step laws over every drafted tree and compare with the target joint law
+    (`guesses`: where the drafter has no guess, the tree stops early: trees.drafted_trees)."""
     entry = memoized(entry)
     mixture: SeqLaw = defaultdict(float)
     tokens = accept = 0.0
     trees = 0
-    for drafted in drafted_trees(entry, language, shape):
+    for drafted in drafted_trees(entry, language, shape, guesses):
         outcomes = outcomes_of(entry, drafted)
         for seq, pr in emitted_law(outcomes, drafted.tree).items():
             mixture[seq] += drafted.prob * pr

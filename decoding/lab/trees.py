@@ -8,7 +8,7 @@ exactly as the engine drafts (docs/verifiers.md §11.2).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import torch
@@ -19,6 +19,7 @@ from decoding.verify.entry import Verifier
 from decoding.verify.tree import DraftTree
 
 ROOT_TOKEN = 0  # the step's root (the last emitted token) is outside the language's prefixes
+Guesses = Callable[[Prefix], bool] | None  # whether the drafter has a guess after a prefix (None: always)
 
 
 @dataclass(frozen=True)
@@ -53,28 +54,35 @@ def prefix_of(tree: DraftTree, node: int) -> Prefix:
     return tuple(tree.tokens[n] for n in tree.path(node)[1:])
 
 
-def drafted_trees(entry: Verifier, language: TinyLanguage, shape: tuple[int, ...]) -> Iterator[DraftedTree]:
-    """Every tree the verifier's law can draft with `shape` on `language`; probabilities sum to 1."""
+def drafted_trees(entry: Verifier, language: TinyLanguage, shape: tuple[int, ...],
+                  guesses: Guesses = None) -> Iterator[DraftedTree]:
+    """Every tree the verifier's law can draft with `shape` on `language`; probabilities sum to 1.
+
+    guesses(prefix) False: the drafter has no guess after that prefix and the node stays a leaf (the
+    engine's rule for a draft row of -inf, treelm.proposes); None: a guess everywhere."""
     for k in set(shape):
         entry.check_k(k)
-    for tree, prob in _expand(entry, language, shape, DraftTree.root(ROOT_TOKEN), [0], 1.0):
+    for tree, prob in _expand(entry, language, shape, DraftTree.root(ROOT_TOKEN), [0], 1.0, guesses):
         rows = [prefix_of(tree, n) for n in range(len(tree))]
         p = torch.stack([language.p(r) for r in rows])  # [N, V]
         q = torch.stack([language.q(r) for r in rows])  # [N, V]
         yield DraftedTree(tree, prob, p, q)
 
 
-def _expand(entry, language, shape, tree: DraftTree, queue: list[int], prob: float):
+def _expand(entry, language, shape, tree: DraftTree, queue: list[int], prob: float, guesses: Guesses = None):
     """Draw the candidates of the first queued node in every possible way, then the rest (parents first)."""
     if not queue:
         yield tree, prob
         return
     node, rest = queue[0], queue[1:]
-    depth = tree.depths[node]
-    for xs, pr in candidate_tuples(entry, language.q(prefix_of(tree, node)), shape[depth]):
+    depth, prefix = tree.depths[node], prefix_of(tree, node)
+    if guesses is not None and not guesses(prefix):
+        yield from _expand(entry, language, shape, tree, rest, prob, guesses)
+        return
+    for xs, pr in candidate_tuples(entry, language.q(prefix), shape[depth]):
         grown = tree.add_draws(node, list(xs), merge=False)
         children = list(grown.draws[node]) if depth + 1 < len(shape) else []
-        yield from _expand(entry, language, shape, grown, rest + children, prob * pr)
+        yield from _expand(entry, language, shape, grown, rest + children, prob * pr, guesses)
 
 
 def count_trees(entry: Verifier, language: TinyLanguage, shape: tuple[int, ...]) -> int:

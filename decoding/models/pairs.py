@@ -242,7 +242,7 @@ def lookup_pair(target: str | None, device: str = "auto", progress: Progress = _
         scorer = scoring_target(model, embedded.MODEL_NAME)
     vocab = codec.vocab_size
     return ModelPair(
-        kind="lookup", target_name=name, draft_name="prompt lookup (trailing 3/2/1-gram, no model)", codec=codec,
+        kind="lookup", target_name=name, draft_name="prompt lookup (trailing 3/2-gram, no model)", codec=codec,
         new_target=lambda: HFTreeLM(scorer, vocab), new_draft=lambda: lookup.lookup_session(vocab),
         device=device, dtype=dtype, target_model=model,
     )

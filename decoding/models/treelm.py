@@ -35,6 +35,9 @@ class TreeLM(Protocol):
     def logits(self, tree: DraftTree, nodes: list[int]) -> torch.Tensor:
         """[len(nodes), V] float32 CPU next-token logits of `nodes` of `tree`, in ONE forward.
 
+        A row of -inf everywhere says "no guess here" (a model-free drafter with nothing to go on,
+        e.g. prompt lookup without an n-gram match): drafting leaves that node a leaf (`proposes`).
+
         Every node's parent was fed in an earlier call since the last commit, or comes earlier in
         `nodes`. Pending tokens (see commit) are fed first, causally, in the step's first call.
         `nodes == []` makes no forward: it only shows the grown tree (the drafted leaves) to commit.
@@ -132,6 +135,23 @@ class ContextTreeLM(TreeBook):
     def commit(self, path: list[int], next_token: int, tree: DraftTree | None = None) -> None:
         tokens = self._path_tokens(path, tree)
         self._reset(self.context + tokens[1:] + [int(next_token)])
+
+
+def proposes(logits: torch.Tensor) -> torch.Tensor:
+    """[n] bool: the draft rows [n, V] with a guess, i.e. some logit above -inf (a NaN row still counts,
+    so a broken model fails loudly in the warp instead of going quiet).
+
+    Lossless for every verifier: whether a node gets children depends on that node's context alone,
+    fixed before any of its candidates is drawn, and a verifier's law is the target's for every tree
+    shape decided that way (tests/lab/test_ragged_trees.py enumerates it exactly).
+    """
+    return ~torch.isneginf(logits).all(dim=-1)
+
+
+def with_guess(nodes: list[int], logits: torch.Tensor) -> tuple[list[int], torch.Tensor]:
+    """The nodes whose draft row [len(nodes), V] has a guess, and their rows [n, V] (the rest stay leaves)."""
+    keep = proposes(logits)  # [len(nodes)]
+    return [n for n, k in zip(nodes, keep.tolist(), strict=True) if k], logits[keep]
 
 
 def tree_rows_allowed(tree: DraftTree, nodes: list[int], slots: dict[int, int], base: int,

@@ -2,7 +2,9 @@
 
 All nodes of one depth are drafted in ONE draft call (`draft.logits(tree, level)`), so a tree of
 depth D costs D draft forwards; leaves get no q. The q rows are the warped draft laws the
-candidates were actually drawn from (the same `warp` as the target, docs/verifiers.md §13.1).
+candidates were actually drawn from (the same `warp` as the target, docs/verifiers.md §13.1). A node
+whose draft row has no guess (all -inf: prompt lookup without a match) stays a leaf, so the tree can
+be smaller than its shape, down to the root alone (a plain target step).
 
 Two shapes:
 - Branching (config.shape.levels, e.g. (3, 2, 2)): a node at depth d draws branching[d] candidates
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 
 import torch
 
-from decoding.models.treelm import TreeLM
+from decoding.models.treelm import TreeLM, with_guess
 from decoding.run.config import DecodeConfig, Sequences
 from decoding.verify import laws, sampling
 from decoding.verify.entry import Verifier
@@ -61,9 +63,11 @@ def draft_tree(draft: TreeLM, root_token: int, config: DecodeConfig, entry: Veri
     forwards_before = draft.forwards
     for depth in range(config.tree_depth):
         level = tree.nodes_at_depth(depth)
-        logits = draft.logits(tree, level)  # [len(level), V]
-        probs = warp(logits, config.temperature, config.top_k, config.top_p)  # [len(level), V] float64
-        for node, q_node in zip(level, probs, strict=True):
+        if not level:  # every node of the last level had no guess
+            break
+        guessing, logits = with_guess(level, draft.logits(tree, level))  # [n, V]: the others stay leaves
+        probs = warp(logits, config.temperature, config.top_k, config.top_p)  # [n, V] float64
+        for node, q_node in zip(guessing, probs, strict=True):
             q[node] = q_node
             tree = _draw_at(tree, node, q_node, depth, config, entry, generator)
     draft.logits(tree, [])  # no forward: the draft learns the leaves' tokens, for commit

@@ -12,7 +12,7 @@ from decoding.models import embedded, lookup, toy
 from decoding.models import pairs as models
 from decoding.models.pairs import ModelLoadError
 from decoding.models.target import score_tree
-from decoding.models.treelm import HFTreeLM, TreeLM
+from decoding.models.treelm import HFTreeLM, TreeLM, proposes
 from decoding.verify.sampling import warp
 from decoding.verify.tree import DraftTree
 
@@ -58,14 +58,17 @@ def test_toy_logits_are_pure_functions_of_the_last_two_tokens():
     [
         ([1, 2, 9, 1, 2, 7, 1, 2, 9, 1, 2], {7: 1.0}),  # 3-gram (9, 1, 2) seen once before, followed by 7
         ([1, 2, 9, 1, 2, 7, 3, 1, 2], {9: 0.5, 7: 0.5}),  # no earlier (3, 1, 2): the 2-gram (1, 2)
-        ([4, 5, 4, 6, 4], {5: 0.5, 6: 0.5}),  # only the 1-gram (4) matches
-        ([4, 5, 6], {6: 1.0}),  # no match at all: one-hot on the most recent token
-        ([8], {8: 1.0}),
     ],
 )
 def test_lookup_q(context, expected):
     q = warp(lookup.lookup_logits(context, 10), 1.0)
     assert {i: round(float(q[i]), 12) for i in torch.nonzero(q).flatten().tolist()} == expected
+
+
+@pytest.mark.parametrize("context", [[4, 5, 4, 6, 4], [4, 5, 6], [8]])  # a 1-gram match only; none; too short
+def test_lookup_has_no_guess_without_a_2_or_3_gram_match(context):
+    row = lookup.lookup_logits(context, 10)
+    assert torch.isneginf(row).all() and not bool(proposes(row[None])[0])
 
 
 def test_lookup_drafter_reads_the_tree_path_and_costs_no_forward():
