@@ -37,9 +37,12 @@ def division_factor(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
     return _root(p, q, k)[0]
 
 
-def _damped(p: torch.Tensor, q: torch.Tensor, rho: float) -> tuple[torch.Tensor, float]:
-    """[V] min(q, p/rho) and its sum beta(rho): computed once, shared by the root check and the residual."""
-    damped = torch.div(p, rho)  # [V] one fresh tensor (page faults cost more than the arithmetic here)
+def _damped(
+    p: torch.Tensor, q: torch.Tensor, rho: float, out: torch.Tensor | None = None
+) -> tuple[torch.Tensor, float]:
+    """[V] min(q, p/rho) and its sum beta(rho): computed once, shared by the root check and the residual.
+    out: a [V] buffer of ours to write it into (fresh memory costs page faults, more than the arithmetic)."""
+    damped = torch.div(p, rho, out=out)  # [V]
     torch.minimum(q, damped, out=damped)
     return damped, float(damped.sum())
 
@@ -73,10 +76,12 @@ def _root(p: torch.Tensor, q: torch.Tensor, k: int) -> tuple[float, tuple[torch.
         p_in / q_in.clamp(min=1e-300), p_in, q_in,
         float(edges[j]), float(edges[j + 1]), float(above_q[j]), float(below_p[j]), k,
     )
-    return _at_or_above_root(p, q, rho, k)
+    return _at_or_above_root(p, q, rho, k, out=w)  # w's memory is free again: the bucket index was copied out
 
 
-def _at_or_above_root(p: torch.Tensor, q: torch.Tensor, rho: float, k: int) -> tuple[float, tuple]:
+def _at_or_above_root(
+    p: torch.Tensor, q: torch.Tensor, rho: float, k: int, out: torch.Tensor | None = None
+) -> tuple[float, tuple]:
     """rho nudged up until f(rho) <= 0 with beta summed directly (bucket sums round differently), with
     min(q, p/rho) and beta at that rho.
 
@@ -84,7 +89,7 @@ def _at_or_above_root(p: torch.Tensor, q: torch.Tensor, rho: float, k: int) -> t
     step = 1e-14
     for _ in range(30):
         rho = min(rho * (1.0 + step), float(k))
-        damped = _damped(p, q, rho)
+        damped = _damped(p, q, rho, out)
         b = damped[1]
         if rho >= k or 1.0 - (1.0 - b) ** k - rho * b <= 0.0:
             break
@@ -133,11 +138,12 @@ def _bisect(lo: float, hi: float, above_q: float, below_p: float, k: int) -> flo
 
 def kseq_residual(p: torch.Tensor, q: torch.Tensor, rho: float, k: int, damped: tuple | None = None) -> torch.Tensor:
     """[V] norm(p - min(q, p/rho) (1 - (1 - beta)^k)/beta), clamped at 0; p when beta = 0.
-    `damped`: min(q, p/rho) with its sum when the caller has them already."""
+    `damped`: min(q, p/rho) with its sum when the caller has them already; the residual is then written
+    over it (the caller's buffer, not needed afterwards)."""
     damped, b = _damped(p, q, rho) if damped is None else damped
     if not b > 0:
         return p.clone()  # no overlap: nothing is ever accepted (a copy: verdicts never alias inputs)
-    accepted = torch.add(p, damped, alpha=-(1.0 - (1.0 - b) ** k) / b)  # [V] p - P(y emitted by acceptance)
+    accepted = torch.add(p, damped, alpha=-(1.0 - (1.0 - b) ** k) / b, out=damped)  # [V] p - P(y emitted by acceptance)
     return normalised_residual_(accepted.clamp_(min=0.0), p)
 
 
