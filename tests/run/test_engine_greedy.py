@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from decoding.fastest import FASTEST
 from decoding.models import pairs as models
 from decoding.run import engine
 from decoding.run.config import DecodeConfig
@@ -70,7 +71,18 @@ def gap_at(pair, ids: list[int]) -> float:
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_speculative_greedy_equals_plain_greedy(pair, reference, name):
-    config = CONFIGS[name]
+    assert_greedy_matches(pair, CONFIGS[name], reference, name)
+
+
+def test_the_fastest_configuration_is_plain_greedy_too(pair, reference):
+    """FASTEST (the lookup pair: chains only where a 3/2-gram matches, root-only steps elsewhere)."""
+    kind, config = FASTEST
+    fastest = models.load_pair(kind)
+    assert fastest.target_model is pair.target_model  # the same target: the same reference
+    assert_greedy_matches(fastest, config.with_(max_new_tokens=NEW_TOKENS), reference, "FASTEST")
+
+
+def assert_greedy_matches(pair, config: DecodeConfig, reference: dict, name: str) -> None:
     near_ties = []
     for prompt in PROMPTS:
         ids, expected = reference[prompt]
