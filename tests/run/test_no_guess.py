@@ -82,3 +82,34 @@ def test_sampling_with_gaps_follows_the_target_law(pair, key, shape):
     law = target_law(pair, 1.0)
     pvalue = chi_square_pvalue(counts, law)
     assert pvalue > 1e-4, f"{key}: chi-square p={pvalue:.2e}, TV={total_variation(counts, law):.3f}"
+
+
+def test_the_compare_forest_leaves_the_same_nodes_without_a_guess(pair):
+    """compare/drafting.draft_forest: every law's tree stops where the drafter has no guess, q rows only
+    where candidates were drawn, each the law at its own node; a compare run stays plain greedy at T = 0."""
+    from decoding.compare import session
+    from decoding.compare.drafting import draft_forest
+
+    config = DecodeConfig(verifier="rrs", branching=(2, 2), temperature=1.0)
+    stopped = 0
+    for seed in range(30):
+        draft = pair.draft_session()
+        draft.start([1, 4])  # after " sat": often "."
+        drafted = draft_forest(draft, 4, config, ["iid", "without_replacement"], make_generator(seed))
+        for t, tree in enumerate(drafted.trees):
+            _, q, has_q = drafted.rows(t, torch.zeros(len(drafted.forest.tree), toy.V, dtype=torch.float64))
+            for node in range(len(tree)):
+                no_guess = tree.tokens[node] == NO_GUESS_AFTER
+                assert not (no_guess and (tree.draws[node] or has_q[node])), (seed, t, node)
+                stopped += no_guess and tree.depths[node] < 2
+                if has_q[node]:
+                    context = [1] + [tree.tokens[a] for a in tree.path(node)]
+                    want = torch.softmax(toy.toy_draft_logits(context).double(), -1)
+                    assert torch.allclose(q[node], want, atol=1e-12)
+    assert stopped > 0
+    greedy = config.with_(temperature=0.0, max_new_tokens=20, chat=False)
+    run = session.start(pair, greedy, PROMPT, ["rrs", "rrs_wor", "spectr"], mc_draws=0)
+    for _ in run:
+        pass
+    plain = engine.baseline(pair, pair.encode_prompt(PROMPT, False), 20, greedy)
+    assert run.state.generated_ids == plain.ids
