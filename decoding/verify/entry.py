@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
@@ -21,6 +22,12 @@ from decoding.verify.walk import Walk, walk
 VerifyFn = Callable[[torch.Tensor, torch.Tensor, Sequence[int], torch.Generator], NodeVerdict]
 ConditionalFn = Callable[[torch.Tensor, torch.Tensor, Sequence[int]], tuple[torch.Tensor, torch.Tensor]]
 AcceptanceFn = Callable[[torch.Tensor, torch.Tensor, int], float]
+
+
+def _law_chain(chain: Callable) -> Callable:
+    """The chain an exact law runs: with recycled rows (keep=False) where the chain offers it, since the law
+    reads only the thresholds and the final residual, never the rows its Updates show (rules/common.Rows)."""
+    return partial(chain, keep=False) if "keep" in inspect.signature(chain).parameters else chain
 
 
 @dataclass(frozen=True)
@@ -56,7 +63,7 @@ class Verifier(EntryBase):
         """An entry from a rule module: `verify`/`conditional` come from its `chain` of events
         (rules/common.py runs or sums it) unless it defines them itself; `acceptance` if it has one."""
         verify = getattr(rule, "verify", None) or partial(verify_chain, rule.chain)
-        conditional = getattr(rule, "conditional", None) or partial(conditional_chain, rule.chain)
+        conditional = getattr(rule, "conditional", None) or partial(conditional_chain, _law_chain(rule.chain))
         acceptance = getattr(rule, "acceptance", None)
         verify_with = getattr(rule, "verify_with", None)
         return cls(verify=verify, conditional=conditional, acceptance=acceptance, verify_with=verify_with, **metadata)

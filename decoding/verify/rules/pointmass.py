@@ -11,13 +11,12 @@ cover the support of p) acceptance is certain and the fallback p is never used.
 
 Speed: the untested p-mass is tracked by subtraction, so each update is one [V] pass (p x 1/mass, then
 index writes) instead of four (clone, writes, sum, divide); below SAFE_MASS the mass is summed exactly.
-The rows come from one block per node (rules/common.Rows), recycled in `conditional`.
+The rows come from one block per node (rules/common.Rows), recycled in the entry's `conditional` (entry._law_chain).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from functools import partial
 
 import torch
 
@@ -28,7 +27,6 @@ from decoding.verify.rules.common import (
     Rows,
     Test,
     Update,
-    conditional_chain,
     final_residual,
     normalised_,
 )
@@ -37,8 +35,9 @@ SAFE_MASS = 1e-3  # below this untested p-mass, renormalise by an exact sum (sub
 
 
 def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int], keep: bool = True) -> Iterator[Event]:
-    """keep=False: each Update row is overwritten two tests later (for `conditional`, which reads only the
-    thresholds and the final law): two [V] rows of memory instead of one per distinct candidate."""
+    """keep=False (how the entry's exact `conditional` runs it, entry._law_chain: it reads only the
+    thresholds and the final law): each Update row is overwritten two tests later, two [V] rows of memory
+    instead of one per distinct candidate."""
     r = p  # [V]
     tested: list[int] = []
     left = float(p.sum())  # p-mass of the untested tokens
@@ -52,11 +51,6 @@ def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int], keep: bool = True
         r = _untested(p, tested, left, rows.take())  # [V] p restricted to the untested tokens, normalised
         yield Update(r)
     yield Final(final_residual(r, p))
-
-
-def conditional(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
-    """The chain's exact (accept [k], residual [V]), its rows written into two recycled rows."""
-    return conditional_chain(partial(chain, keep=False), p, q, candidates)
 
 
 def _untested(p: torch.Tensor, tested: list[int], left: float, out: torch.Tensor) -> torch.Tensor:

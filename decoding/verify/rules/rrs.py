@@ -13,7 +13,6 @@ falls back to p: reaching that state has probability ~0.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from functools import partial
 
 import torch
 
@@ -22,7 +21,6 @@ from decoding.verify.rules.common import (
     Final,
     Rows,
     Update,
-    conditional_chain,
     final_residual,
     ratio_test,
     residual,
@@ -30,8 +28,9 @@ from decoding.verify.rules.common import (
 
 
 def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int], keep: bool = True) -> Iterator[Event]:
-    """keep=False: the Update residuals are overwritten two tests later (for `conditional`, which reads
-    only the thresholds and the final law): two [V] rows of memory instead of k."""
+    """keep=False (how the entry's exact `conditional` runs it, entry._law_chain: it reads only the
+    thresholds and the final law): each Update residual is overwritten two tests later, two [V] rows of
+    memory instead of k."""
     r = p  # [V] running residual target
     rows = Rows(len(xs), p) if keep else Rows.recycled(2, p)  # one block for the k residuals the verdict keeps
     for i, x in enumerate(xs):
@@ -39,11 +38,6 @@ def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int], keep: bool = True
         r = residual(r, q, out=rows.take())  # [V] the update does not depend on which token was rejected
         yield Update(r)
     yield Final(final_residual(r, p))
-
-
-def conditional(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
-    """The chain's exact (accept [k], residual [V]), its residuals written into two recycled rows."""
-    return conditional_chain(partial(chain, keep=False), p, q, candidates)
 
 
 def acceptance(p: torch.Tensor, q: torch.Tensor, k: int) -> float:

@@ -14,7 +14,6 @@ or not drawable) is skipped with threshold 0. A residual with no mass falls back
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from functools import partial
 
 import torch
 
@@ -23,7 +22,6 @@ from decoding.verify.rules.common import (
     Final,
     Rows,
     Update,
-    conditional_chain,
     final_residual,
     ratio_test,
     residual,
@@ -32,8 +30,9 @@ from decoding.verify.rules.common import (
 
 
 def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int], keep: bool = True) -> Iterator[Event]:
-    """keep=False: the Update rows are overwritten two tests later (for `conditional`, which reads only
-    the thresholds and the final law): four [V] rows of memory instead of 2k."""
+    """keep=False (how the entry's exact `conditional` runs it, entry._law_chain: it reads only the
+    thresholds and the final law): each Update row is overwritten two tests later, four [V] rows of memory
+    instead of 2k."""
     r, d = p, q  # [V] residual target, [V] law the current candidate was drawn from
     left = _Undrawn(q, torch.empty_like(q))
     rows = Rows(2 * len(xs), q) if keep else Rows.recycled(4, q)  # one block: a residual and a draft law per test
@@ -44,11 +43,6 @@ def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int], keep: bool = True
         d = left.law(rows.take()) if left.mass > SAFE_MASS else restricted(q, xs[: i + 1])  # [V] next draw's law
         yield Update(r, draft=d)
     yield Final(final_residual(r, p))
-
-
-def conditional(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
-    """The chain's exact (accept [k], residual [V]), its rows written into four recycled rows."""
-    return conditional_chain(partial(chain, keep=False), p, q, candidates)
 
 
 SAFE_MASS = 1e-6  # below this undrawn q-mass, rebuild the next law exactly (sum, zero test, uniform fallback)
