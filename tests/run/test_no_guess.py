@@ -42,6 +42,13 @@ def _drafted(pair, root: int, branching=(2, 2), seed=0):
     return drafting.draft_tree(draft, root, config, VERIFIERS["rrs"], make_generator(seed)), draft
 
 
+def assert_q_is_the_law_at(tree, node: int, q_row: torch.Tensor) -> None:
+    """q_row [V] is the draft's law at `node` itself (not a neighbour's row shifted by a skipped node);
+    the drafts here start from context [1, root]."""
+    context = [1] + [tree.tokens[a] for a in tree.path(node)]
+    assert torch.allclose(q_row, torch.softmax(toy.toy_draft_logits(context).double(), -1), atol=1e-12)
+
+
 def test_no_guess_at_the_root_drafts_the_root_alone(pair):
     drafted, draft = _drafted(pair, NO_GUESS_AFTER)
     assert len(drafted.tree) == 1 and drafted.q == {} and drafted.forwards == 1 == draft.forwards
@@ -59,11 +66,9 @@ def test_nodes_without_a_guess_stay_leaves_and_have_no_q(pair):
                 assert len(tree.draws[node]) == expected_children
                 assert (node in drafted.q) == (token != NO_GUESS_AFTER)
                 seen += token == NO_GUESS_AFTER
-        q, has_q = drafted.q_rows(toy.V)
-        for node in drafted.q:  # each q row is the law at ITS node (not shifted by a skipped neighbour)
-            context = [1] + [tree.tokens[a] for a in tree.path(node)]  # [1, root, ...]
-            want = torch.softmax(toy.toy_draft_logits(context).double(), -1)
-            assert torch.allclose(q[node], want, atol=1e-12)
+        q, _ = drafted.q_rows(toy.V)
+        for node in drafted.q:
+            assert_q_is_the_law_at(tree, node, q[node])
     assert seen > 0
 
 
@@ -103,9 +108,7 @@ def test_the_compare_forest_leaves_the_same_nodes_without_a_guess(pair):
                 assert not (no_guess and (tree.draws[node] or has_q[node])), (seed, t, node)
                 stopped += no_guess and tree.depths[node] < 2
                 if has_q[node]:
-                    context = [1] + [tree.tokens[a] for a in tree.path(node)]
-                    want = torch.softmax(toy.toy_draft_logits(context).double(), -1)
-                    assert torch.allclose(q[node], want, atol=1e-12)
+                    assert_q_is_the_law_at(tree, node, q[node])
     assert stopped > 0
     greedy = config.with_(temperature=0.0, max_new_tokens=20, chat=False)
     run = session.start(pair, greedy, PROMPT, ["rrs", "rrs_wor", "spectr"], mc_draws=0)
