@@ -64,7 +64,7 @@ def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = (),
                       options=versus.options(), caps=caps)
         decode_queue = dict(concurrency_limit=_concurrency(), concurrency_id="decode")
         changes = controls.wire(views, panel, decode_queue, runs)
-        tree_view.wire(views, tree)
+        tree_view.wire(views, tree, runs)
         inspector.wire(views, nodes, tree.slider)
         run_stats.wire(views, stats, decode_queue)
         changes += trace_io.wire(views, traces)

@@ -4,6 +4,7 @@ status line; Step and Run read the controls through `Controls.from_raw`, the one
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from functools import partial
@@ -135,6 +136,7 @@ def _step_once(views: Views, session: Session, controls: Controls, progress: gr.
         return views.draw(session, status=note)
     run, fresh = decode.open_run(session, controls, progress, views.caps, *compared, runs=runs)
     decode.advance(run)
+    decode.fill_shown(run)  # the page shows the new step: its theory now (lazy run), not at every step
     after = decode.commit(session, controls, run, fresh)
     decode.keep(runs, after, run, request)
     return views.draw(after, before=session)
@@ -166,13 +168,38 @@ def run(views: Views, values: dict, progress: gr.Progress = PROGRESS, request: g
 
 
 def _stream(session: Session, controls: Controls, live: engine.Run, fresh: bool) -> Iterator[Session]:
+    """A session per step; only the last step gets its theory (the steps passed on the way are drawn with
+    "not computed"; Stop's `shown` computes the step it leaves on the page)."""
     while True:
         record = decode.advance(live)
+        if record is None or live.done:
+            decode.fill_shown(live)
         session = decode.commit(session, controls, live, fresh)
         fresh = False
         yield session
         if record is None or live.done:
             return
+
+
+def stopped(views: Views, session: Session | None, request: gr.Request = None, *,
+            runs: RunCache | None = None) -> Out:
+    """After Stop: the step the Run left on the page (its last) with its theory. Stop's cancel and this
+    event race, so it waits a moment for the cancelled Run to put its live run back; without it the step
+    is drawn as it is ("not computed")."""
+    session = session or Session()
+    if runs is not None and session.steps and decode.lacks_theory(session.steps[-1]):
+        session = _wait_for_theory(session, len(session.steps) - 1, runs, request)
+    return views.guarded(session, lambda: views.draw(session))
+
+
+def _wait_for_theory(session: Session, index: int, runs: RunCache, request: gr.Request | None,
+                     wait_s: float = 2.0) -> Session:
+    deadline = time.monotonic() + wait_s
+    while True:
+        filled = decode.with_theory(session, [index], runs, request)
+        if filled is not session or session.key in runs or time.monotonic() > deadline:
+            return filled
+        time.sleep(0.05)
 
 
 def reset(views: Views, session: Session | None = None, *, runs: RunCache | None = None) -> Out:
@@ -198,9 +225,13 @@ def wire(views: Views, panel: ControlsPanel, decode_queue: dict, runs: RunCache 
     def on_run(values: dict, request: gr.Request, progress: gr.Progress = PROGRESS) -> Iterator[Out]:
         yield from run(views, values, progress, request, runs=runs)
 
+    def on_stop(session: Session | None, request: gr.Request) -> Out:
+        return stopped(views, session, request, runs=runs)
+
     stepping = panel.step.click(on_step, inputs, views.outputs(), api_name="step", **raw)
     running = panel.run.click(on_run, inputs, views.outputs(), api_name="run", **raw)
-    stopping = panel.stop.click(None, None, None, cancels=[running])
+    stopping = panel.stop.click(None, None, None, cancels=[running]).then(
+        on_stop, [views.state], views.outputs(), show_progress="hidden")
     resetting = panel.reset.click(partial(reset, views, runs=runs), [views.state], views.outputs(), cancels=[running],
                                   api_name="reset")
     w = panel.widgets

@@ -2,6 +2,13 @@
 
 Models are process-wide, read-only and cached by `models.load_pair`; everything per user stays in
 the Session the handler returns.
+
+The app's runs are lazy-theory runs (`engine.start(..., lazy_theory=True)`): a step's exact and optimal
+acceptance (alpha, alpha*: the heavy part of a record for without-replacement laws at k >= 3) is computed
+only for a step a view shows: the step after Step, the last step of a Run (or where Stop left it), a step
+the slider moves to. A Run does not pay it for the steps it passes. The live run keeps the p/q rows of its
+last engine.LAZY_THEORY_STEPS steps; a step whose rows are gone (older, or the run was rebuilt from its
+plain state) keeps alpha None, which the views show as "not computed".
 """
 
 from __future__ import annotations
@@ -75,8 +82,8 @@ def open_run(session: Session, controls: Controls, progress: gr.Progress | None,
     live = runs.take(session.key, session.run, pair) if runs is not None and session.run is not None else None
     if not compare:
         if resume:
-            return (live if type(live) is engine.Run else engine.resume(pair, session.run)), False
-        return engine.start(pair, config, controls.prompt), True
+            return (live if type(live) is engine.Run else engine.resume(pair, session.run, lazy_theory=True)), False
+        return engine.start(pair, config, controls.prompt, lazy_theory=True), True
     state = session.run if resume else engine.start(pair, config, controls.prompt).state
     return CompareRun(pair, DecodeConfig.from_dict(state.config), state, list(compare), mc_draws), not resume
 
@@ -94,9 +101,43 @@ def baseline(pair, prompt_ids: list[int], n_tokens: int, config) -> engine.Basel
 
 
 def keep(runs: RunCache | None, session: Session, run: engine.Run, request: gr.Request | None) -> None:
-    """Put the live run back in the cache under the session's key (not a finished or a compare run)."""
-    if runs is not None and not run.done and type(run) is engine.Run:
+    """Put the live run back in the cache under the session's key (not a compare run). A finished run is
+    kept too: it holds the p/q rows the slider needs to compute a replayed step's theory."""
+    if runs is not None and type(run) is engine.Run:
         runs.put(session.key, run, page=getattr(request, "session_hash", None))
+
+
+def fill_shown(run: engine.Run, index: int | None = None) -> None:
+    """Compute the exact theory of step `index` (default: the latest) on the live run: the step the page
+    is about to show. A step already filled, or whose rows are gone, stays as it is."""
+    steps = run.state.steps
+    if steps:
+        run.fill_theory(len(steps) - 1 if index is None else index)
+
+
+def lacks_theory(step: StepRecord) -> bool:
+    """Whether a record's visits still wait for their exact theory (a lazy run's step not yet shown)."""
+    return any(v.alpha_exact is None for v in step.visits)
+
+
+def with_theory(session: Session, indices: Sequence[int], runs: RunCache | None,
+                request: gr.Request | None = None) -> Session:
+    """The session with the theory of its steps at `indices` (0-based) computed from its live run's kept
+    rows, when that run is in `runs`; otherwise (no cache, a rebuilt or busy run, an imported trace) the
+    session as it is: those steps show "not computed" rather than a number from somewhere else."""
+    pending = [i for i in indices if 0 <= i < len(session.steps) and lacks_theory(session.steps[i])]
+    if runs is None or session.run is None or not pending:
+        return session
+    live = runs.take(session.key, session.run)
+    if live is None:
+        return session
+    try:
+        for i in pending:
+            live.fill_theory(i)
+    finally:
+        keep(runs, session, live, request)
+    steps = live.state.steps
+    return replace(session, run=replace(session.run, steps=steps), trace=replace(session.trace, steps=steps))
 
 
 def commit(session: Session, controls: Controls, run: engine.Run, fresh: bool) -> Session:

@@ -30,8 +30,9 @@ class RunCache:
         self._pages: OrderedDict[str, str] = OrderedDict()  # Gradio session hash -> session key
         self._lock = threading.Lock()
 
-    def take(self, key: str, state: engine.RunState, pair) -> engine.Run | None:
-        """The live run stored under `key`, removed, if it is exactly `state` on `pair`; else None."""
+    def take(self, key: str, state: engine.RunState, pair=None) -> engine.Run | None:
+        """The live run stored under `key`, removed, if it is exactly `state` on `pair` (default: the pair
+        `state` names, so a handler that only reads the run's kept rows loads no model); else None."""
         with self._lock:
             live = self._runs.pop(key, None)
         return live if live is not None and matches(live, state, pair) else None
@@ -73,10 +74,11 @@ class RunCache:
             return len(self._runs)
 
 
-def matches(live: engine.Run, state: engine.RunState, pair) -> bool:
+def matches(live: engine.Run, state: engine.RunState, pair=None) -> bool:
     """Whether a cached run is the session's run: same models, config, tokens, steps and generator."""
     have = live.state
-    same_pair = live.pair is pair or live.pair.describe() == pair.describe()  # the toy pair is not cached
+    described = state.pair if pair is None else pair.describe()
+    same_pair = live.pair is pair or live.pair.describe() == described  # the toy pair is not cached
     return (same_pair and have.config == state.config and have.prompt_ids == state.prompt_ids
             and have.generated_ids == state.generated_ids and len(have.steps) == len(state.steps)
             and have.rng_state == state.rng_state and have.stop_reason == state.stop_reason)

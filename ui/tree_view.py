@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 import gradio as gr
 import plotly.graph_objects as go
 
+from ui import decode
+from ui.run_cache import RunCache
 from ui.session import Session
 from ui.views import Out, Views, plot
 from viz import node_figure, text, tree_figure
@@ -72,16 +73,24 @@ def warmup_figure() -> go.Figure:
     return go.Figure({"data": data, "layout": layout})
 
 
-def scrub(views: Views, session: Session | None, position: Any) -> Out:
-    """Replay step `position` from its records: no model, no recomputation."""
+def scrub(views: Views, session: Session | None, position: Any, request: gr.Request = None, *,
+          runs: RunCache | None = None) -> Out:
+    """Replay step `position` from its records (no model): its exact theory is computed now if the live
+    run in `runs` still keeps the step's rows (ui/decode.py: lazy theory), else it shows "not computed"."""
     session = session or Session()
     try:
         step = int(float(position)) if position not in (None, "") else None
     except (TypeError, ValueError):
         step = None
+    if step is not None and session.steps:
+        index = min(max(1, step), len(session.steps)) - 1
+        session = decode.with_theory(session, [index], runs, request)
     return views.guarded(session, lambda: views.draw(session, step))
 
 
-def wire(views: Views, panel: TreeView) -> None:
-    panel.slider.input(partial(scrub, views), [views.state, panel.slider], views.outputs(),
+def wire(views: Views, panel: TreeView, runs: RunCache | None = None) -> None:
+    def on_scrub(session: Session | None, position: Any, request: gr.Request) -> Out:
+        return scrub(views, session, position, request, runs=runs)
+
+    panel.slider.input(on_scrub, [views.state, panel.slider], views.outputs(),
                        trigger_mode="always_last", show_progress="hidden")

@@ -43,7 +43,12 @@ def untested_line(step: StepRecord, node: NodeRecord) -> str:
     return "not tested"
 
 
+NOT_COMPUTED = "not computed for this step (the app computes it for the steps it shows while their run is live)"
+
+
 def visit_line(visit: VisitRecord) -> str:
+    if visit.alpha_exact is None:  # a lazy-theory record (ui/decode.py) whose step was not shown live
+        return f"acceptance here: exact α and the optimum {NOT_COMPUTED}"
     exact = fmt(visit.alpha_exact)
     if visit.alpha_stderr:
         exact += f" ± {fmt(visit.alpha_stderr, 2)}"

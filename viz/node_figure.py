@@ -133,8 +133,10 @@ def node_title(step: StepRecord, node: NodeRecord, visit: VisitRecord | None) ->
         return head + "<br>no verification here: this node was not on the accepted path"
     outcome = ("residual sample" if visit.accepted is None
                else f"candidate {visit.accepted + 1} accepted" + (" via the residual" if visit.via_residual else ""))
-    return (f"{head}<br>{len(visit.candidates)} candidates · {outcome} · emits {_token_label(step, visit.token)} · "
-            f"exact α {fmt(visit.alpha_exact, 3)} (optimal {fmt(visit.alpha_optimal, 3)})")
+    alpha = ("exact α not computed" if visit.alpha_exact is None  # a lazy-theory step not shown live
+             else f"exact α {fmt(visit.alpha_exact, 3)} (optimal {fmt(visit.alpha_optimal, 3)})")
+    emits = _token_label(step, visit.token)
+    return f"{head}<br>{len(visit.candidates)} candidates · {outcome} · emits {emits} · {alpha}"
 
 
 def _token_label(step: StepRecord, token: int) -> str:
