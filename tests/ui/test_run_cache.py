@@ -24,9 +24,9 @@ def resumes(monkeypatch):
     calls = []
     real = engine.resume
 
-    def counting(pair, state):
+    def counting(pair, state, **options):
         calls.append(len(state.steps))
-        return real(pair, state)
+        return real(pair, state, **options)
 
     monkeypatch.setattr(decode.engine, "resume", counting)
     return calls
