@@ -2,18 +2,25 @@
 
     python -m decoding bench speed [--quick] [--pair embedded] [--configs sd:1,1,1,1 rrs_wor:3,2,2]
         [--temperatures 0,0.8] [--prompts 4] [--repeats 3] [--max-new-tokens 40] [--threads N]
-        [--paths fast,recorded,recorded-lazy] [--also-pairs embedded-fast ...]
+        [--paths fast,recorded,recorded-lazy[,recorded-eager]] [--also-pairs embedded-fast ...]
         [--device cpu|cuda] [--json PATH] [--chart PATH.html]
 
 For each case (prompt x repetition x temperature) every method runs once, in an order rotated from
 case to case (interleaved, so a busy machine slows every method alike): (a) the target alone with
 `model.generate`, (b) transformers' assisted generation with the same draft (`assistant_model=`),
-(c) its prompt lookup (`prompt_lookup_num_tokens=`), then specscope's fast path (record=False) and
-recorded path (what the app runs; "recorded-lazy": the same records with the exact theory left
-to the view that shows it) for each chosen verifier x tree shape. Speeds are reported as
-ratios to `generate` within the same case (median and spread over cases); the recorded runs also give
-block efficiency with a 95 % confidence interval, the exact expected tokens per step (from the
-recorded p and q), and acceptance by depth. `--paths fast` times the fast path alone (quicker);
+(c) its prompt lookup (`prompt_lookup_num_tokens=`), then specscope's paths for each chosen verifier x
+tree shape (bench_speed_methods.SPECSCOPE_PATHS):
+  fast            record=False: emitted tokens only, no per-node records (what `generate` and FASTEST run);
+  recorded        what the app runs: every step recorded (nodes, tests, p/q tops, exact E[tokens/step]) with
+                  lazy theory, plus the exact and optimal acceptance (alpha, alpha*) of the one step the page
+                  then shows, the last (a Run click; ui/decode.py);
+  recorded-lazy   the same records with no theory at all (the records' own cost);
+  recorded-eager  opt-in: the theory of every step in the step (the app before lazy theory; what a Step
+                  click per step pays, since each step is shown).
+Speeds are reported as ratios to `generate` within the same case (median and spread over cases); the
+recorded runs also give block efficiency with a 95 % confidence interval, the exact expected tokens per
+step (from the recorded p and q), and acceptance by depth (the exact alpha filled after the timing, for
+the steps whose rows the run keeps). `--paths fast` times the fast path alone (quicker);
 `--also-pairs KIND ...` adds each config's fast path on other built-in pairs sharing the target (e.g.
 embedded vs embedded-fast: two drafts compared in the same interleaved run, against the same generate).
 Output: a markdown table, `--json PATH`, a plotly chart.
@@ -29,12 +36,12 @@ from pathlib import Path
 import torch
 
 from decoding.cli import bench_speed_report as report
-from decoding.cli.bench_speed_methods import BASELINES, Case, Unavailable, specscope
+from decoding.cli.bench_speed_methods import BASELINES, SPECSCOPE_PATHS, Case, Unavailable, specscope
 from decoding.run.config import DecodeConfig, parse_branching
 
 PROMPTS_FILE = Path(__file__).resolve().parents[2] / "assets" / "bench_prompts.json"
 QUICK = {"prompts": 2, "repeats": 2, "max_new_tokens": 12}
-PATHS = ("fast", "recorded", "recorded-lazy")
+PATHS = ("fast", "recorded", "recorded-lazy")  # the default --paths (recorded-eager is opt-in)
 BUILT_IN = ["embedded", "embedded-fast", "lookup", "toy"]
 
 
@@ -53,7 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--max-new-tokens", type=int, default=40)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     ap.add_argument("--paths", default=",".join(PATHS), help="comma-separated specscope paths to time: "
-                    "fast, recorded, recorded-lazy (block efficiency and its CI need 'recorded')")
+                    "fast, recorded, recorded-lazy, recorded-eager (block efficiency and its CI need 'recorded')")
     ap.add_argument("--also-pairs", nargs="+", default=[], choices=BUILT_IN, metavar="KIND",
                     help="also time each config's fast path on these built-in pairs (same cases, interleaved)")
     ap.add_argument("--quick", action="store_true", help="about a minute: 2 prompts, 2 repeats, 12 tokens")
@@ -98,8 +105,8 @@ def load_prompts(n: int) -> list[dict]:
 
 def parse_paths(text: str) -> tuple[str, ...]:
     paths = tuple(p.strip() for p in text.split(",") if p.strip())
-    if not paths or any(p not in PATHS for p in paths):
-        raise ValueError(f"--paths takes a comma-separated subset of {','.join(PATHS)}; got {text!r}")
+    if not paths or any(p not in SPECSCOPE_PATHS for p in paths):
+        raise ValueError(f"--paths takes a comma-separated subset of {','.join(SPECSCOPE_PATHS)}; got {text!r}")
     return paths
 
 
@@ -108,11 +115,9 @@ def methods_of(configs: dict[str, DecodeConfig], paths: tuple[str, ...] = PATHS,
     paths per config, then each config's fast path on the `also` pairs ({kind: pair})."""
     out = dict(BASELINES)
     for label, config in configs.items():
-        runs = {"fast": specscope(config, record=False), "recorded": specscope(config, record=True),
-                "recorded-lazy": specscope(config, record=True, lazy_theory=True)}
-        out |= {f"specscope {path} {label}": runs[path] for path in paths}
+        out |= {f"specscope {path} {label}": specscope(config, path) for path in paths}
         for kind, other in (also or {}).items():
-            out[report.other_pair_method(label, kind)] = on_pair(other, runs["fast"])
+            out[report.other_pair_method(label, kind)] = on_pair(other, specscope(config, "fast"))
     return out
 
 

@@ -111,18 +111,44 @@ def target_alone(pair, case: Case) -> Timed:
     return Timed(len(out.ids), time.perf_counter() - start)
 
 
-def specscope(config: DecodeConfig, record: bool, lazy_theory: bool = False) -> Method:
-    """specscope's engine with `config` at the case's temperature: fast path, or recorded path with the
-    theory computed in the step (what the app shows today) or left to a view (lazy_theory)."""
+@dataclass(frozen=True)
+class SpecscopePath:
+    """How a specscope path runs a case: records or not, theory in the step or left to a view, and whether
+    the view's fill of the step the page shows (the last one, as a Run click leaves it) is timed."""
+
+    record: bool
+    lazy_theory: bool = False
+    fill_shown: bool = False
+
+
+SPECSCOPE_PATHS: dict[str, SpecscopePath] = {  # what each is: bench_speed's docstring
+    "fast": SpecscopePath(record=False),
+    "recorded": SpecscopePath(record=True, lazy_theory=True, fill_shown=True),  # what the app runs
+    "recorded-lazy": SpecscopePath(record=True, lazy_theory=True),
+    "recorded-eager": SpecscopePath(record=True),  # the theory of every step (a Step click shows each)
+}
+
+
+def specscope(config: DecodeConfig, path: str) -> Method:
+    """specscope's engine with `config` at the case's temperature, run the SPECSCOPE_PATHS[path] way. The
+    timed window ends with the run (and the shown step's fill); after it, untimed, every step whose p/q rows
+    the run still keeps gets its theory, so the report's exact alpha by depth covers more than one step."""
+    how = SPECSCOPE_PATHS[path]
 
     def run(pair, case: Case) -> Timed:
         cfg = config.with_(temperature=case.temperature, seed=case.seed, max_new_tokens=case.max_new_tokens,
-                           record=record)
+                           record=how.record)
         start = time.perf_counter()
-        state = engine.start(pair, cfg, case.prompt, lazy_theory=lazy_theory)
-        steps = tuple(state)
+        live = engine.start(pair, cfg, case.prompt, lazy_theory=how.lazy_theory)
+        for _ in live:
+            pass
+        if how.fill_shown and live.state.steps:
+            live.fill_theory(len(live.state.steps) - 1)
         seconds = time.perf_counter() - start
-        return Timed(len(state.state.generated_ids), seconds, steps if record else ())
+        if how.lazy_theory:
+            for i in range(len(live.state.steps)):
+                live.fill_theory(i)  # untimed: a no-op for a filled step or one whose rows are gone
+        return Timed(len(live.state.generated_ids), seconds, live.state.steps if how.record else ())
 
     return run
 

@@ -71,7 +71,8 @@ def acceptance_by_depth(steps: list[StepRecord]) -> list[dict]:
 
 
 def config_result(rows: list[dict], label: str, config: DecodeConfig, t: float) -> dict:
-    fast, recorded, lazy = (f"specscope {path} {label}" for path in ("fast", "recorded", "recorded-lazy"))
+    fast, recorded, lazy, eager = (f"specscope {path} {label}"
+                                   for path in ("fast", "recorded", "recorded-lazy", "recorded-eager"))
     steps = [s for r in rows if r["method"] == recorded and r["temperature"] == t for s in r["steps"]]
     rec_rows = [r for r in rows if r["method"] == recorded and r["temperature"] == t]
     record_share = [r["record_seconds"] / r["seconds"] for r in rec_rows if r["seconds"] > 0]
@@ -84,6 +85,7 @@ def config_result(rows: list[dict], label: str, config: DecodeConfig, t: float) 
         "fast_vs_target_alone": ratios(rows, fast, "target_alone", t),  # speculation's own share of the speed
         "recorded_time_over_fast": ratios(rows, fast, recorded, t),  # time per token, recorded / fast
         "lazy_time_over_fast": ratios(rows, fast, lazy, t),  # records without the theory, over the fast path
+        "eager_time_over_fast": ratios(rows, fast, eager, t),  # every step's theory in the step (opt-in path)
         "record_share_of_recorded": spread(record_share),
     }
 
@@ -136,11 +138,12 @@ def _fmt(s: dict | None) -> str:
 
 def markdown(result: dict) -> str:
     head = ["| T | method | x generate (median [min-max]) | x assisted | x target alone | block eff. (95% CI) | "
-            "exact E[tokens/step] | acceptance by depth | recorded / fast time | lazy-theory / fast time |",
-            "|---" * 10 + "|"]
+            "exact E[tokens/step] | acceptance by depth | recorded / fast time | lazy-theory / fast time | "
+            "eager-theory / fast time |",
+            "|---" * 11 + "|"]
     lines = []
     for m, by_t in result["baselines_vs_generate"].items():
-        lines += [f"| {t} | {BASELINE_NAMES.get(m, m)} | {_fmt(s)} | | | | | | | |" for t, s in by_t.items() if s]
+        lines += [f"| {t} | {BASELINE_NAMES.get(m, m)} | {_fmt(s)} | | | | | | | | |" for t, s in by_t.items() if s]
     for c in result["configs"]:
         be, acc = c["block_efficiency"], c["acceptance_by_depth"]
         ci = f"{be['mean']:.2f} [{be['ci95'][0]:.2f}, {be['ci95'][1]:.2f}]" if be["steps"] else "— (no recorded path)"
@@ -149,10 +152,11 @@ def markdown(result: dict) -> str:
         lines.append(f"| {c['temperature']} | specscope {c['label']} (fast) | {_fmt(c['fast_vs_generate'])} | "
                      f"{_fmt(c['fast_vs_assisted'])} | {_fmt(c.get('fast_vs_target_alone'))} | {ci} | {exact} | "
                      f"{depth} | "
-                     f"{_fmt(c['recorded_time_over_fast'])} | {_fmt(c['lazy_time_over_fast'])} |")
+                     f"{_fmt(c['recorded_time_over_fast'])} | {_fmt(c['lazy_time_over_fast'])} | "
+                     f"{_fmt(c.get('eager_time_over_fast'))} |")
     lines += [f"| {o['temperature']} | specscope {o['label']} (fast) on pair {o['pair']} | "
               f"{_fmt(o['fast_vs_generate'])} | {_fmt(o['fast_vs_main_pair_fast'])} x the main pair's fast path | "
-              "| | | | | |" for o in result.get("other_pairs", [])]
+              "| | | | | | |" for o in result.get("other_pairs", [])]
     notes = [f"- {m}: unavailable ({why})" for m, why in result["unavailable"].items()]
     base = result["tokens_per_second"].get("generate", {})
     notes += [f"- plain generate() at T = {t}: {s['median']:.1f} tokens/s (median of {s['n']} runs)"

@@ -21,7 +21,7 @@ CONFIGS = ("sd:1,1,1,1", "rrs_wor:3,2,2")
 CONFIG_FIELDS = {"label", "verifier", "tree", "temperature", "block_efficiency", "acceptance_by_depth",
                  "fast_vs_generate", "recorded_vs_generate", "fast_vs_assisted", "fast_vs_target_alone",
                  "recorded_time_over_fast",
-                 "lazy_time_over_fast", "record_share_of_recorded"}
+                 "lazy_time_over_fast", "eager_time_over_fast", "record_share_of_recorded"}
 
 
 @pytest.fixture(scope="module")
@@ -122,3 +122,40 @@ def test_assisted_generation_gets_a_transformers_twin_of_the_lean_draft(tiny_mat
             out = target.generate(input_ids=ids, attention_mask=torch.ones_like(ids), assistant_model=twin,
                                   max_new_tokens=3, do_sample=False)
         assert out.shape[1] == ids.shape[1] + 3
+
+
+def test_recorded_times_what_the_app_runs_and_reports_the_eager_numbers(monkeypatch):
+    """'recorded' = a lazy-theory run plus the fill of the step the page shows (its last), inside the timed
+    window; the other steps' theory is filled after the clock stops, so every path reports the eager records.
+    Oracle: the eager run's records (engine.start without lazy_theory) and the order of clock reads and fills."""
+    from dataclasses import fields, replace
+
+    from decoding.cli import bench_speed_methods as methods
+    from decoding.models import pairs
+    from decoding.run import engine
+
+    toy = pairs.toy_pair()
+    config = DecodeConfig(verifier="rrs_wor", branching=(3, 2), chat=False)
+    case = methods.Case("the cat", (), 1.0, 1, 24)
+    eager = list(engine.start(toy, config.with_(temperature=1.0, seed=1, max_new_tokens=24), "the cat"))
+
+    def untimed(steps):
+        return [replace(s, **{f.name: 0.0 for f in fields(s) if f.name.endswith("_ms")}) for s in steps]
+
+    log, clock, fill = [], methods.time.perf_counter, engine.Run.fill_theory
+    def bench_clock():  # only the benchmark's own clock reads (the engine times its step parts too)
+        if sys._getframe(1).f_globals["__name__"] == methods.__name__:
+            log.append("clock")
+        return clock()
+
+    monkeypatch.setattr(methods.time, "perf_counter", bench_clock)
+    monkeypatch.setattr(engine.Run, "fill_theory", lambda run, i: log.append(i) or fill(run, i))
+    for path in ("recorded", "recorded-lazy", "recorded-eager"):
+        log.clear()
+        timed = methods.specscope(config, path)(toy, case)
+        assert len(eager) > 3 and untimed(timed.steps) == untimed(eager), path
+        last = len(eager) - 1
+        assert log == {"recorded": ["clock", last, "clock", *range(len(eager))],
+                       "recorded-lazy": ["clock", "clock", *range(len(eager))],
+                       "recorded-eager": ["clock", "clock"]}[path]
+    assert methods.specscope(config, "fast")(toy, case).steps == ()
