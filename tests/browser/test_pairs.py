@@ -6,6 +6,8 @@ max-new-tokens set on the slider), then the slider replays step 1."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright import sync_api
 
@@ -14,6 +16,8 @@ from tests.served import opened, served
 
 pytestmark = pytest.mark.browser
 STATUS = "document.querySelector('#status')?.innerText"
+ALPHA_HOVER = re.compile(r"exact α = \d.* optimal for this law = \d")
+ALPHA_TITLE = re.compile(r"exact α \d.*\(optimal \d")
 
 
 @pytest.fixture(scope="module")
@@ -39,12 +43,23 @@ def wait_status(page, text: str, timeout_ms: int = 180_000) -> str:
     return status
 
 
+def alpha_shown(page) -> None:
+    """The shown step's exact theory is on the page (the app computes it lazily, for the step it shows): the
+    tree's hover texts (plotly's data for the markers) and the node panel's title carry exact α numbers."""
+    hovers = page.evaluate("() => document.querySelector('#tree-plot .js-plotly-plot').data"
+                           ".flatMap(t => t.hovertext || []).filter(h => h.includes('acceptance here'))")
+    assert hovers and all(ALPHA_HOVER.search(h) for h in hovers), hovers
+    title = page.locator("#node-plot .gtitle").first.text_content()
+    assert ALPHA_TITLE.search(title), title
+
+
 def step_three_times_run_and_replay(page) -> None:
     for n in (1, 2, 3):
         page.click("#step-btn")
         wait_status(page, f"Step {n} of {n}")
     page.wait_for_selector("#tree-plot .scatterlayer .point", timeout=30_000)
     assert page.locator("#tree-plot .scatterlayer .point").count() >= 2  # at least the root and one token
+    alpha_shown(page)
     page.get_by_text("sampling", exact=True).click()  # open the accordion, then a short run
     box = page.locator("#max-new-tokens-slider input[type=number]")
     box.fill("6")
@@ -52,11 +67,13 @@ def step_three_times_run_and_replay(page) -> None:
     page.click("#run-btn")
     status = wait_status(page, "finished (", timeout_ms=300_000)
     assert "Traceback" not in page.content(), status
+    alpha_shown(page)  # the Run's last step: the one step of the Run whose theory was computed
     slider = page.locator("#step-slider input[type=number]")
     slider.fill("1")
     slider.press("Enter")
     wait_status(page, "Step 1 of ", timeout_ms=30_000)
     page.wait_for_selector("#tree-plot .scatterlayer .point", timeout=30_000)
+    alpha_shown(page)  # a step the Run passed: computed when the slider showed it
 
 
 def pick(page, label: str, swaps_prompt: bool = False) -> None:
@@ -102,3 +119,17 @@ def test_a_custom_pair_of_two_local_folders(page, open_ended_folders):
     page.get_by_label("draft model").fill(str(draft))
     page.get_by_role("textbox", name="prompt", exact=True).fill("a b c d")
     step_three_times_run_and_replay(page)
+
+
+@pytest.mark.slow
+def test_stop_leaves_the_shown_step_with_its_theory(page):
+    """A Run computes no theory for the steps it passes; Stop computes it for the step it leaves on the page
+    (Stop's cancel and that event race: the app waits for the cancelled Run to hand its live run back)."""
+    page.click("#run-btn")
+    wait_status(page, "Step 3 of ", timeout_ms=180_000)
+    page.click("#stop-btn")
+    page.wait_for_function("() => /exact α \\d/.test(document.querySelector('#node-plot .gtitle')?.textContent)",
+                           timeout=30_000)
+    status = page.inner_text("#status")
+    assert "running" in status and "⚠️" not in status, status
+    alpha_shown(page)
