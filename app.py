@@ -67,9 +67,9 @@ def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = (),
         tree_view.wire(views, tree, runs)
         inspector.wire(views, nodes, tree.slider)
         run_stats.wire(views, stats, decode_queue)
-        changes += trace_io.wire(views, traces)
+        changes += trace_io.wire(views, traces, runs)
         compare.wire(views, versus, decode_queue)
-        run_stats.wire_lazy(views, stats, tabs, changes)
+        run_stats.wire_lazy(views, stats, tabs, changes, runs)
         demo.unload(_leaver(runs))
     return demo, views
 

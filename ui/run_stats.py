@@ -4,6 +4,10 @@ The four charts are drawn only while their tab is open: a Step or Run leaves the
 built, none sent), the tab's select event draws them, and while it is open `refresh` (chained after
 every event that changes the session) redraws them once the event is done. Whether the tab is open
 is per page, in the `shown` gr.State (False at start: the compare tab comes first).
+
+The app's runs leave a step's exact theory to the view that shows it (ui/decode.py); the charts show the
+exact α of every step, so drawing them computes it for each step whose p/q rows the live run still keeps,
+and the summary says over how many steps the mean was taken when some have none.
 """
 
 from __future__ import annotations
@@ -14,8 +18,10 @@ from typing import Any
 
 import gradio as gr
 
+from decoding.run import engine
 from decoding.run.config import DecodeConfig
 from ui import decode
+from ui.run_cache import RunCache
 from ui.session import Session
 from ui.views import Out, Views
 from viz import stats
@@ -47,17 +53,28 @@ class RunStats:
         """Nothing: the charts are drawn by `charts` only while their tab is open (see the module doc)."""
         return {self.plot: gr.skip(), self.summary: gr.skip()}
 
-    def charts(self, session: Session) -> Out:
-        """The four charts and the summary of the session's run (cleared when it has no steps)."""
+    def charts(self, session: Session, runs: RunCache | None = None) -> Out:
+        """The four charts and the summary of the session's run (cleared when it has no steps); the steps'
+        theory computed first where the live run in `runs` keeps their rows."""
         if not session.steps:
             return self.clear()
+        session = decode.with_theory(session, range(len(session.steps)), runs)
         steps = session.steps
         seconds = session.trace.summary.seconds if session.trace.summary else None
         return {self.plot: stats.run_figure(steps, session.baseline, seconds),
-                self.summary: stats.summary_markdown(steps, session.baseline, seconds)}
+                self.summary: stats.summary_markdown(steps, session.baseline, seconds) + theory_note(steps)}
 
     def clear(self) -> Out:
         return {self.plot: None, self.summary: ""}
+
+
+def theory_note(steps) -> str:
+    """A line under the summary when some steps have no exact theory (their rows were gone), else nothing."""
+    missing = sum(decode.lacks_theory(s) for s in steps)
+    if not missing:
+        return ""
+    return (f"\n\nExact α by depth: the mean over the {len(steps) - missing} of {len(steps)} steps whose theory "
+            f"was computed (a live run keeps the p/q rows of its last {engine.LAZY_THEORY_STEPS} steps).")
 
 
 def baseline(views: Views, session: Session | None, progress: gr.Progress = PROGRESS) -> Out:
@@ -81,29 +98,29 @@ def _panel(views: Views) -> RunStats:
     return next(p for p in views.panels if isinstance(p, RunStats))
 
 
-def refresh(panel: RunStats, session: Session | None, shown: bool) -> Out:
+def refresh(panel: RunStats, session: Session | None, shown: bool, runs: RunCache | None = None) -> Out:
     """After an event that changed the session: the charts if the tab is open, else nothing sent."""
     if not shown:
         return {panel.plot: gr.skip(), panel.summary: gr.skip()}
-    return panel.charts(session or Session())
+    return panel.charts(session or Session(), runs)
 
 
-def tab_selected(panel: RunStats, session: Session | None, label: str | None) -> Out:
+def tab_selected(panel: RunStats, session: Session | None, label: str | None, runs: RunCache | None = None) -> Out:
     """A tab was selected: draw the charts when it is this one, and remember whether it is."""
     shown = label == LABEL
-    return {panel.shown: shown, **refresh(panel, session, shown)}
+    return {panel.shown: shown, **refresh(panel, session, shown, runs)}
 
 
 def wire(views: Views, panel: RunStats, decode_queue: dict) -> None:
     panel.baseline.click(partial(baseline, views), [views.state], views.outputs(), **decode_queue)
 
 
-def wire_lazy(views: Views, panel: RunStats, tabs: gr.Tabs, changes: list) -> None:
+def wire_lazy(views: Views, panel: RunStats, tabs: gr.Tabs, changes: list, runs: RunCache | None = None) -> None:
     """Draw on tab select, and after each event in `changes` (those that change the session)."""
     def selected(session: Session | None, event: gr.SelectData) -> Out:
-        return tab_selected(panel, session, event.value)
+        return tab_selected(panel, session, event.value, runs)
 
     tabs.select(selected, [views.state], [panel.shown, panel.plot, panel.summary], show_progress="hidden")
     for change in changes:
-        change.then(partial(refresh, panel), [views.state, panel.shown], [panel.plot, panel.summary],
+        change.then(partial(refresh, panel, runs=runs), [views.state, panel.shown], [panel.plot, panel.summary],
                     show_progress="hidden", queue=False)  # no model work: skip the queue's round trips

@@ -13,6 +13,8 @@ from pathlib import Path
 import gradio as gr
 
 from decoding.run.schema import Trace, read_trace_file, trace_to_json
+from ui import decode
+from ui.run_cache import RunCache
 from ui.session import Session
 from ui.views import Out, Views, md
 from viz import checks
@@ -37,13 +39,15 @@ class TraceIO:
         return cls(export, upload, file)
 
 
-def export(session: Session | None) -> tuple[str | None, str]:
-    """Write the shown trace to a fresh file for download; returns (path, status)."""
+def export(session: Session | None, runs: RunCache | None = None) -> tuple[str | None, str]:
+    """Write the shown trace to a fresh file for download; returns (path, status). Every step's exact
+    theory is computed first where the live run in `runs` keeps its rows (ui/decode.py: lazy theory)."""
     session = session or Session()
     if not session.steps:
         gr.Warning("Nothing to export yet: run a few steps first.")
         return None, "Nothing to export yet: run a few steps first."
     path = _export_dir() / f"specscope-trace-{time.strftime('%Y%m%d-%H%M%S')}-{os.urandom(3).hex()}.json"
+    session = decode.with_theory(session, range(len(session.steps)), runs)
     path.write_text(trace_to_json(session.trace), encoding="utf-8")
     return str(path), f"Trace of {len(session.steps)} steps ready to download."
 
@@ -94,8 +98,8 @@ def _replay(views: Views, trace: Trace) -> Out:
     return out
 
 
-def wire(views: Views, panel: TraceIO) -> list:
+def wire(views: Views, panel: TraceIO, runs: RunCache | None = None) -> list:
     """Wire export and import; returns the events that change the session (import)."""
-    panel.export.click(export, [views.state], [panel.file, views.status])
+    panel.export.click(partial(export, runs=runs), [views.state], [panel.file, views.status], api_name="export")
     return [panel.upload.upload(partial(import_trace, views), [views.state, panel.upload], views.outputs(),
                                 api_name="import_trace")]

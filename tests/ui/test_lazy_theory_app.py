@@ -154,3 +154,41 @@ def test_stop_computes_the_step_the_run_left_on_the_page(page, eager):
     out = ui_controls.stopped(views, session, runs=runs)
     assert untimed(out[views.state].steps[-1]) == untimed(eager[len(session.steps) - 1])
     assert shown(views, out) == shown(views, eager_page(views, eager, len(session.steps)))
+
+
+def alpha_by_depth(figure) -> dict:
+    """The run statistics' acceptance-by-depth lines: {trace name: y values}."""
+    data = json.loads(figure.to_json())["data"] if hasattr(figure, "to_json") else figure["data"]
+    return {t["name"]: t["y"] for t in data if t.get("name", "").startswith(("exact α", "optimal α"))}
+
+
+def test_the_run_statistics_compute_every_kept_steps_theory(page, eager):
+    views, runs = page
+    session = run_all(views, runs)[-1][views.state]
+    panel = next(p for p in views.panels if hasattr(p, "charts"))
+    out = panel.charts(session, runs)
+    want = panel.charts(Session(trace=replace(session.trace, steps=tuple(eager))))
+    assert alpha_by_depth(out[panel.plot]) == alpha_by_depth(want[panel.plot])
+    assert alpha_by_depth(out[panel.plot])["exact α (mean)"]
+    assert "whose theory was computed" not in out[panel.summary]
+
+
+def test_the_run_statistics_say_over_how_many_steps_when_rows_are_gone(page, eager, monkeypatch):
+    views, runs = page
+    monkeypatch.setattr(engine, "LAZY_THEORY_STEPS", 2)
+    session = run_all(views, runs)[-1][views.state]
+    panel = next(p for p in views.panels if hasattr(p, "charts"))
+    assert f"the mean over the 2 of {len(eager)} steps" in panel.charts(session, runs)[panel.summary]
+
+
+def test_export_writes_every_kept_steps_theory(page, eager):
+    from pathlib import Path
+
+    from decoding.run.schema import trace_from_json
+    from ui import trace_io
+
+    views, runs = page
+    session = run_all(views, runs)[-1][views.state]
+    path, _ = trace_io.export(session, runs=runs)
+    written = trace_from_json(Path(path).read_text(encoding="utf-8"))
+    assert [untimed(s) for s in written.steps] == [untimed(s) for s in eager]
