@@ -29,12 +29,19 @@ CONTROLS = replace(Controls(), pair="toy", prompt="the cat", verifier="rrs_wor",
 RAW = {f.name: getattr(CONTROLS, f.name) for f in fields(Controls)}
 
 
-@pytest.fixture
-def page():
-    """(views, runs): a toy page with its own run cache, as the server builds it."""
+@pytest.fixture(scope="module")
+def built():
+    """A toy page with its own run cache, as the server builds it (once: building a page takes a while)."""
     runs = RunCache()
     _, views = app.build_page("toy", runs)
     return views, runs
+
+
+@pytest.fixture
+def page(built):
+    """(views, runs), the cache emptied: no live run survives from another test."""
+    built[1].clear()
+    return built
 
 
 @pytest.fixture(scope="module")
