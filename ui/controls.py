@@ -4,7 +4,6 @@ status line; Step and Run read the controls through `Controls.from_raw`, the one
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from functools import partial
@@ -157,6 +156,7 @@ def run(views: Views, values: dict, progress: gr.Progress = PROGRESS, request: g
         try:
             for latest in _stream(current, controls, live, fresh):
                 shown, current = current, latest
+                decode.offer_shown(runs, current, live)  # for Stop: this step's rows, without the live run
                 yield views.draw(current, before=shown)
         finally:  # also when Stop cancels: the next Step checks that the run still matches
             decode.keep(runs, current, live, request)
@@ -183,23 +183,14 @@ def _stream(session: Session, controls: Controls, live: engine.Run, fresh: bool)
 
 def stopped(views: Views, session: Session | None, request: gr.Request = None, *,
             runs: RunCache | None = None) -> Out:
-    """After Stop: the step the Run left on the page (its last) with its theory. Stop's cancel and this
-    event race, so it waits a moment for the cancelled Run to put its live run back; without it the step
-    is drawn as it is ("not computed")."""
+    """After Stop: the step the Run left on the page (its last) with its theory, from the rows the Run
+    offered for it (the cancelled Run keeps its live run); drawn as it is when there is none."""
     session = session or Session()
-    if runs is not None and session.steps and decode.lacks_theory(session.steps[-1]):
-        session = _wait_for_theory(session, len(session.steps) - 1, runs, request)
+    if session.steps and decode.lacks_theory(session.steps[-1]):
+        session = decode.with_theory(session, [len(session.steps) - 1], runs, request)
+        if decode.lacks_theory(session.steps[-1]):
+            session = decode.with_offered_theory(session, runs)
     return views.guarded(session, lambda: views.draw(session))
-
-
-def _wait_for_theory(session: Session, index: int, runs: RunCache, request: gr.Request | None,
-                     wait_s: float = 2.0) -> Session:
-    deadline = time.monotonic() + wait_s
-    while True:
-        filled = decode.with_theory(session, [index], runs, request)
-        if filled is not session or session.key in runs or time.monotonic() > deadline:
-            return filled
-        time.sleep(0.05)
 
 
 def reset(views: Views, session: Session | None = None, *, runs: RunCache | None = None) -> Out:

@@ -26,10 +26,11 @@ from decoding.compare.session import CompareRun
 from decoding.models import pairs as models
 from decoding.models import space
 from decoding.run import engine
+from decoding.run import recorder as recording
 from decoding.run.config import DecodeConfig
 from decoding.run.schema import StepRecord
 from ui.caps import Caps
-from ui.run_cache import RunCache
+from ui.run_cache import Offer, RunCache
 from ui.session import PAIRS, Controls, Session
 
 log = logging.getLogger("specscope.app")
@@ -113,6 +114,26 @@ def fill_shown(run: engine.Run, index: int | None = None) -> None:
     steps = run.state.steps
     if steps:
         run.fill_theory(len(steps) - 1 if index is None else index)
+
+
+def offer_shown(runs: RunCache | None, session: Session, live: engine.Run) -> None:
+    """A Run drew the session's last step without its theory: leave that step's rows in `runs`, for Stop."""
+    index = len(session.steps) - 1
+    rows = live.kept_rows(index) if runs is not None and index >= 0 else None
+    if rows is not None:
+        runs.offer(session.key, Offer(index, rows, live.entry))
+
+
+def with_offered_theory(session: Session, runs: RunCache | None) -> Session:
+    """The session with its last step's theory computed from the rows a Run offered for it (no live run
+    needed: a cancelled Run never hands its live run back); the session as it is when there is no offer."""
+    index = len(session.steps) - 1
+    offer = runs.claim(session.key, index) if runs is not None and session.run is not None and index >= 0 else None
+    if offer is None:
+        return session
+    record = recording.with_visit_theory(session.steps[index], offer.rows, offer.entry)
+    steps = session.steps[:index] + (record,)
+    return replace(session, run=replace(session.run, steps=steps), trace=replace(session.trace, steps=steps))
 
 
 def lacks_theory(step: StepRecord) -> bool:

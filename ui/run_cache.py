@@ -8,6 +8,11 @@ plain state exactly, and puts it back afterwards. Entries go on Reset, when the 
 (`leave`, by Gradio's session hash) and by LRU. Correctness never depends on the cache: a miss
 rebuilds the run from the plain state, as before.
 
+A Run click also `offer`s, at each step it draws, the p/q rows of that step (the app's runs leave a
+step's theory to the view that shows it): Stop cancels the Run, whose live run is then not handed back
+(Gradio does not close a cancelled generator), so Stop's handler `claim`s the offer to compute the
+theory of the step the page was left on. Offers go with their run (Reset, page leave) and by LRU.
+
 Owned by the app (one per Blocks) and passed to the handlers explicitly: no module-level state.
 """
 
@@ -15,8 +20,19 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
 
 from decoding.run import engine
+
+
+@dataclass(frozen=True)
+class Offer:
+    """Step `index` of a live run as a Run drew it: its kept rows and the verifier that judged it."""
+
+    index: int
+    rows: list  # (visit index, p row [V], q row [V]): engine.Run.kept_rows
+    entry: Any  # the registry entry (its theory)
 
 
 class RunCache:
@@ -28,6 +44,7 @@ class RunCache:
         self.max_runs, self.max_pages = max_runs, max_pages
         self._runs: OrderedDict[str, engine.Run] = OrderedDict()
         self._pages: OrderedDict[str, str] = OrderedDict()  # Gradio session hash -> session key
+        self._offers: OrderedDict[str, Offer] = OrderedDict()  # session key -> the shown step's rows
         self._lock = threading.Lock()
 
     def take(self, key: str, state: engine.RunState, pair=None) -> engine.Run | None:
@@ -50,20 +67,37 @@ class RunCache:
                 while len(self._pages) > self.max_pages:
                     self._pages.popitem(last=False)
 
+    def offer(self, key: str, offer: Offer) -> None:
+        """The step a Run just drew (its rows, to compute its theory later without the live run)."""
+        with self._lock:
+            self._offers[key] = offer
+            self._offers.move_to_end(key)
+            while len(self._offers) > self.max_runs:
+                self._offers.popitem(last=False)
+
+    def claim(self, key: str, index: int) -> Offer | None:
+        """The offer under `key`, removed, if it is for step `index`; else None."""
+        with self._lock:
+            offer = self._offers.pop(key, None)
+        return offer if offer is not None and offer.index == index else None
+
     def evict(self, key: str | None) -> None:
         with self._lock:
             self._runs.pop(key or "", None)
+            self._offers.pop(key or "", None)
 
     def leave(self, page: str | None) -> None:
         """The page with this session hash was closed: drop its run."""
         with self._lock:
             key = self._pages.pop(page or "", None)
             self._runs.pop(key or "", None)
+            self._offers.pop(key or "", None)
 
     def clear(self) -> None:
         with self._lock:
             self._runs.clear()
             self._pages.clear()
+            self._offers.clear()
 
     def __contains__(self, key: str) -> bool:
         with self._lock:

@@ -144,6 +144,12 @@ class Run:
         self._state = replace(self._state, steps=steps)
         return record
 
+    def kept_rows(self, index: int) -> list[tuple[int, torch.Tensor, torch.Tensor]] | None:
+        """Step `index`'s kept (visit index, p row [V], q row [V]) list, read only (None: filled or gone). The
+        rows are copies never written again, so another thread may fill a record from them
+        (`recorder.with_visit_theory`) while this run steps on: what the app's Stop does."""
+        return self._theory_rows.get(index)
+
     # ---- the step, as a story ---------------------------------------------------------------------
     def _step_config(self) -> DecodeConfig:
         """This step's shape: the config's, or (adaptive) a chain length chosen from past steps only."""
