@@ -5,10 +5,11 @@ the Session the handler returns.
 
 The app's runs are lazy-theory runs (`engine.start(..., lazy_theory=True)`): a step's exact and optimal
 acceptance (alpha, alpha*: the heavy part of a record for without-replacement laws at k >= 3) is computed
-only for a step a view shows: the step after Step, the last step of a Run (or where Stop left it), a step
-the slider moves to. A Run does not pay it for the steps it passes. The live run keeps the p/q rows of its
-last engine.LAZY_THEORY_STEPS steps; a step whose rows are gone (older, or the run was rebuilt from its
-plain state) keeps alpha None, which the views show as "not computed".
+only for a step a view shows: the step after Step, the last step of a Run (or where Stop left it, from the
+rows the Run offered: `offer_shown`), a step the slider moves to, every kept step for the run statistics
+and export. A Run does not pay it for the steps it passes. The live run keeps the p/q rows of its last
+engine.LAZY_THEORY_STEPS steps; a step whose rows are gone (older, or the run was rebuilt from its plain
+state) keeps alpha None, which the views show as "not computed".
 """
 
 from __future__ import annotations
