@@ -66,6 +66,15 @@ def wait_for_outputs(job, n: int, timeout_s: float = 300) -> float:
     return max(took, time.monotonic() - last)
 
 
+def passed_untheorised(trace: dict) -> dict:
+    """The trace without the exact theory of all steps but the last: the app computes it only for a step it
+    shows (ui/decode.py), so the steps a stopped Run passed have none, while Steps show (and fill) each."""
+    theory = ("alpha_exact", "alpha_stderr", "alpha_optimal")
+    steps = [{**s, "visits": [{k: v for k, v in visit.items() if k not in theory} for visit in s["visits"]]}
+             for s in trace["steps"][:-1]]
+    return {**trace, "steps": steps + trace["steps"][-1:]}
+
+
 def next_steps(n: int) -> tuple[dict, dict]:
     """The traces of step n+1 after n uninterrupted Steps of the same settings in this process: (taken from
     the live run kept in a run cache, rebuilt from the plain state after n steps).
@@ -99,7 +108,8 @@ def test_stop_halts_the_run_within_a_step_the_next_step_continues_it_and_reset_f
     status = session.step(SETTINGS)  # the same controls: the stopped run goes on
     assert "⚠️" not in status and f"Step {stopped + 1} of {stopped + 1}" in status, status
     continued = session.exported()
-    assert continued in next_steps(stopped), \
+    assert all(v["alpha_exact"] is not None for v in continued["steps"][-1]["visits"])  # the step Step showed
+    assert passed_untheorised(continued) in [passed_untheorised(t) for t in next_steps(stopped)], \
         "the Step after Stop is not the stopped run's next step"
     assert len(runs) == 1  # kept warm for the next Step
 
