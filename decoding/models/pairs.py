@@ -246,10 +246,9 @@ def _self_draft_pair(kind: str, device: str, progress: Progress) -> ModelPair:
 
 
 def embedded_head_pair(device: str = "auto", progress: Progress = _stderr) -> ModelPair:
-    """The embedded target and the trained draft head (draft_head.py) on CPU; the target keeps its features."""
-    model, codec = _embedded_parts(resolve_device(device), progress)
-    if model.device.type != "cpu":
-        raise ModelLoadError("the embedded-head pair runs on CPU only (its draft reads the CPU target's features)")
+    """The embedded target and the trained draft head (draft_head.py), on CPU (`device` is not used); the
+    target session keeps the features the head drafts from."""
+    model, codec = _embedded_parts("cpu", progress)  # CPU on every machine: the lean target gives the features
     head = cached((f"draft-head:{embedded.MODEL_NAME}", "cpu", "float32"), _load_head)
     embed = model.model.embed_tokens.weight.detach()  # [V, hidden], shared read-only
     lm_rows = model.lm_head.weight.detach()[: head.config.head_size]  # [H, hidden], a view
