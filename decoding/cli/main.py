@@ -36,6 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     from decoding.lab.cli import add_flags as add_certify_flags
 
     add_certify_flags(cert)
+    train = sub.add_parser("train-head", help="train the embedded-head pair's draft head (assets/draft_head)",
+                           add_help=False)
+    train.add_argument("rest", nargs=argparse.REMAINDER, help="flags of train-head (--help lists them)")
     bench = sub.add_parser("bench", help="benchmarks (not tests): " + ", ".join(BENCHES))
     bench.add_argument("which", choices=sorted(BENCHES), help="which benchmark")
     bench.add_argument("rest", nargs=argparse.REMAINDER, help="flags passed to the benchmark")
@@ -45,7 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_generate_flags(p: argparse.ArgumentParser) -> None:
     d = DecodeConfig()
     p.add_argument("--prompt", required=True, help="the prompt text")
-    p.add_argument("--pair", default="embedded", choices=["embedded", "embedded-fast", "lookup", "toy"],
+    p.add_argument("--pair", default="embedded",
+                   choices=["embedded", "embedded-fast", "embedded-head", "lookup", "toy"],
                    help="built-in model pair (ignored when --target is given)")
     p.add_argument("--target", default=None, help="target model: hub id or local folder")
     p.add_argument("--draft", default=None, help="draft model: hub id or local folder (needs --target)")
@@ -123,6 +127,10 @@ def main(argv: list[str]) -> int:
             from decoding.lab.cli import run as run_certify
 
             return run_certify(args)
+        if args.command == "train-head":
+            from decoding.cli import train_head
+
+            return train_head.main(args.rest)
         return run_bench(args)
     except (ValueError, FileNotFoundError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)

@@ -57,6 +57,7 @@ def fused(*weights: torch.Tensor) -> torch.Tensor:
 @dataclass
 class LeanOutput:
     logits: torch.Tensor  # [1, kept rows, V]
+    features: torch.Tensor  # [1, kept rows, hidden]: the final-normed states the head reads (a draft head's input)
 
 
 class LeanLlama(torch.nn.Module):
@@ -106,7 +107,8 @@ class LeanLlama(torch.nn.Module):
             h = h + self._attention(layer, layer.input_norm(h), cos, sin, attention_mask, cache, index)
             gate, up = layer.gate_up(layer.post_norm(h)).chunk(2, dim=-1)  # [1, n, intermediate] each
             h = h + layer.down(F.silu(gate) * up)
-        return LeanOutput(logits=self.head(self.norm(h[:, -logits_to_keep:])))  # [1, keep, V]
+        features = self.norm(h[:, -logits_to_keep:])  # [1, keep, hidden]
+        return LeanOutput(logits=self.head(features), features=features)  # logits [1, keep, V]
 
     def _attention(self, layer: LeanLayer, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
                    mask: torch.Tensor, cache: GrowingCache, index: int) -> torch.Tensor:

@@ -5,6 +5,8 @@ Kinds:
   self-draft (embedded.py);
 - "embedded-fast": the same target and a cheaper exact self-draft: the int8 self-draft with an lm_head over
   the most frequent token ids only, q = 0 elsewhere (fast_draft.py);
+- "embedded-head": the same target and a trained draft head on the target's own features (EAGLE-style,
+  draft_head.py): ~1/10 of a target forward per draft level;
 - "lookup": the same target (or `target=`) and the model-free prompt-lookup drafter (lookup.py);
 - "toy": a 12-word draft/target pair whose every probability can be read (toy.py);
 - "custom": `target=` and `draft=` hub ids or local folders sharing one vocabulary.
@@ -23,8 +25,10 @@ from typing import Any, TypeVar
 
 import torch
 
-from decoding.models import embedded, fast_draft, lean_draft, lean_target, lookup, toy
+from decoding.models import draft_head, embedded, fast_draft, lean_draft, lean_target, lookup, toy
 from decoding.models.codec import Codec, HFCodec, eos_ids_of, max_context_of
+from decoding.models.feature_target import FeatureTreeLM
+from decoding.models.head_draft import HeadTreeLM
 from decoding.models.hfload import (
     ModelLoadError,
     check_same_vocab,
@@ -39,7 +43,7 @@ from decoding.models.treelm import HFTreeLM, TreeLM
 
 __all__ = ["KINDS", "ModelLoadError", "ModelPair", "load_pair"]
 
-KINDS = ("embedded", "embedded-fast", "lookup", "toy", "custom")
+KINDS = ("embedded", "embedded-fast", "embedded-head", "lookup", "toy", "custom")
 Progress = Callable[[str], None]
 T = TypeVar("T")
 
@@ -64,6 +68,8 @@ class ModelPair:
     """What the engine needs of a pair: fresh sessions, the tokenizer facade, a description.
 
     target_model / draft_model: the shared read-only transformers models (None for model-free sides).
+    draft_reads_target: the draft session reads its run's target session (a draft head's features), so
+    `draft_session` needs that session.
     """
 
     kind: str
@@ -77,6 +83,7 @@ class ModelPair:
     target_model: Any = None
     draft_model: Any = None
     draft_dtype: str | None = None  # when the draft differs from `dtype` (the int8 self-draft)
+    draft_reads_target: bool = False
 
     @property
     def names(self) -> tuple[str, str]:
@@ -85,8 +92,13 @@ class ModelPair:
     def target_session(self) -> TreeLM:
         return self.new_target()
 
-    def draft_session(self) -> TreeLM:
-        return self.new_draft()
+    def draft_session(self, target: TreeLM | None = None) -> TreeLM:
+        """A fresh draft session; `target`: the same run's target session (needed when draft_reads_target)."""
+        if not self.draft_reads_target:
+            return self.new_draft()
+        if target is None:
+            raise ValueError(f"the {self.kind} pair's draft reads its run's target session: pass it")
+        return self.new_draft(target)
 
     def encode_prompt(self, text: str, chat: bool) -> list[int]:
         return self.codec.encode_prompt(text, chat)
@@ -136,6 +148,8 @@ def load_pair(kind: str = "embedded", target: str | None = None, draft: str | No
         raise ModelLoadError(f"the {kind} pair takes no target/draft; use kind 'custom' to name models")
     if kind == "embedded-fast":
         return embedded_fast_pair(device, progress)
+    if kind == "embedded-head":
+        return embedded_head_pair(device, progress)
     return embedded_pair(device, progress)
 
 
@@ -229,6 +243,32 @@ def _self_draft_pair(kind: str, device: str, progress: Progress) -> ModelPair:
         new_draft=lambda: HFTreeLM(draft, codec.vocab_size), device=device, dtype="float32",
         target_model=model, draft_model=draft, draft_dtype=spec.dtype,
     )
+
+
+def embedded_head_pair(device: str = "auto", progress: Progress = _stderr) -> ModelPair:
+    """The embedded target and the trained draft head (draft_head.py) on CPU; the target keeps its features."""
+    model, codec = _embedded_parts(resolve_device(device), progress)
+    if model.device.type != "cpu":
+        raise ModelLoadError("the embedded-head pair runs on CPU only (its draft reads the CPU target's features)")
+    head = cached((f"draft-head:{embedded.MODEL_NAME}", "cpu", "float32"), _load_head)
+    embed = model.model.embed_tokens.weight.detach()  # [V, hidden], shared read-only
+    lm_rows = model.lm_head.weight.detach()[: head.config.head_size]  # [H, hidden], a view
+    scorer, vocab = scoring_target(model, embedded.MODEL_NAME), codec.vocab_size
+    return ModelPair(
+        kind="embedded-head", target_name=embedded.MODEL_NAME,
+        draft_name=f"{embedded.MODEL_NAME} draft head (trained on its features; ids < {head.config.head_size})",
+        codec=codec, new_target=lambda: FeatureTreeLM(scorer, vocab),
+        new_draft=lambda target: HeadTreeLM(head, embed, lm_rows, vocab, target), device="cpu",
+        dtype="float32", target_model=model, draft_dtype="float32 (head MLP + target lm_head rows)",
+        draft_reads_target=True,
+    )
+
+
+def _load_head() -> draft_head.DraftHead:
+    try:
+        return draft_head.load_head()
+    except ValueError as err:
+        raise ModelLoadError(str(err)) from err
 
 
 def lookup_pair(target: str | None, device: str = "auto", progress: Progress = _stderr) -> ModelPair:

@@ -222,7 +222,7 @@ class HFTreeLM(TreeBook):
         if len(context) > 1:
             ids = torch.tensor([self.context[:-1]], device=self.device)  # [1, P]
             with torch.inference_mode():
-                self.model(input_ids=ids, past_key_values=self.cache, use_cache=True, logits_to_keep=1)
+                self._forward(ids, keep=1)
             self.n_cached = len(context) - 1
             self.prefills += 1
 
@@ -237,12 +237,18 @@ class HFTreeLM(TreeBook):
                                            self.n_cached + len(self.pending), filled, self.model.dtype)
         dev = self.device
         with torch.inference_mode(), packed_products():
-            out = self.model(input_ids=ids.to(dev), attention_mask=mask.to(dev),
-                             position_ids=positions.to(dev), past_key_values=self.cache, use_cache=True,
-                             logits_to_keep=len(nodes))
+            logits = self._forward(ids.to(dev), mask.to(dev), positions.to(dev), keep=len(nodes))
         self.pending_fed = True
         self.forwards += 1
-        return self._fit_vocab(out.logits[0, -len(nodes):].float().cpu())  # [len(nodes), V]
+        return self._fit_vocab(logits[0, -len(nodes):].float().cpu())  # [len(nodes), V]
+
+    def _forward(self, ids: torch.Tensor, mask: torch.Tensor | None = None, positions: torch.Tensor | None = None,
+                 keep: int = 1) -> torch.Tensor:
+        """ONE model forward over ids [1, n] into the cache: logits [1, keep, V] of the last `keep` rows
+        (a subclass that also needs the rows' features overrides this)."""
+        out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, past_key_values=self.cache,
+                         use_cache=True, logits_to_keep=keep)
+        return out.logits
 
     def _fit_vocab(self, logits: torch.Tensor) -> torch.Tensor:
         width = logits.shape[-1]

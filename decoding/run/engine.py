@@ -81,7 +81,7 @@ class Run:
         self.generator.set_state(torch.tensor(list(self._state.rng_state), dtype=torch.uint8))
         context = self._context()
         self.target = self.pair.target_session()
-        self.draft = self.pair.draft_session()
+        self.draft = self.pair.draft_session(self.target)
         self.target.start(context)
         self.draft.start(context)
         self._broken = False

@@ -1,0 +1,158 @@
+"""`python -m decoding train-head`: train the embedded pair's draft head (draft_head.py) on the target's own answers.
+
+How the shipped head (assets/draft_head/) was made, reproducibly (seeded; ~30-60 min on 2 CPU cores):
+1. answers: the target samples answers (T = 1 and 0.7, alternating batches) to the prompts of
+   assets/draft_head/train_prompts.json (templates over chat, code, summary, reasoning; none is a bench prompt);
+2. features: one teacher-forced target forward per answer gives every position's final-normed feature f_t;
+3. training: for each answer position t, the head predicts f_{t+1} from (f_t, e(x_{t+1})), then f_{t+2} from
+   its own prediction and e(x_{t+2}) (two unrolled levels, as drafting a chain uses it). Loss: cross-entropy
+   against the target's law softmax(lm_head(f)) over the head's ids (what makes sum min(p, q) large) plus 0.1
+   x the L1 distance of the features (EAGLE's regression term). AdamW, one-cycle lr 1e-3, batch 256.
+It prints the held-out acceptance sum_x min(p, q) at both levels (a tenth of the positions, T = 1).
+
+    python -m decoding train-head [--out DIR] [--prompts N] [--new-tokens N] [--epochs E] [--data PT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from decoding.models import draft_head, embedded
+
+PROMPTS = draft_head.HEAD_DIR / "train_prompts.json"
+IM_START = 1  # SmolLM2's <|im_start|>: the answer starts 2 tokens after the last one
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m decoding train-head", description=__doc__.split("\n")[0])
+    p.add_argument("--out", default=str(draft_head.HEAD_DIR), help="folder for head.safetensors and head.json")
+    p.add_argument("--prompts", type=int, default=384, help="how many training prompts to answer")
+    p.add_argument("--batch", type=int, default=32, help="answers sampled together")
+    p.add_argument("--new-tokens", type=int, default=192, help="tokens per answer at most")
+    p.add_argument("--epochs", type=float, default=2.0, help="passes over the answer positions")
+    p.add_argument("--head-size", type=int, default=draft_head.HeadConfig.head_size, help="token ids the head scores")
+    p.add_argument("--inner", type=int, default=draft_head.HeadConfig.inner, help="width of the head's MLP")
+    p.add_argument("--data", default=None, help="a .pt of answers+features saved by an earlier run (skips 1-2)")
+    p.add_argument("--save-data", default=None, help="save the answers+features here (.pt)")
+    p.add_argument("--seed", type=int, default=0)
+    return p
+
+
+def answers(model, tokenizer, prompts: list[str], batch: int, new_tokens: int) -> list[list[int]]:
+    """Token ids (prompt + sampled answer, cut after EOS) of the target's own answers."""
+    tokenizer.padding_side = "left"
+    seqs: list[list[int]] = []
+    for start in range(0, len(prompts), batch):
+        texts = [tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False,
+                                               add_generation_prompt=True) for p in prompts[start:start + batch]]
+        enc = tokenizer(texts, return_tensors="pt", padding=True)
+        temperature = 1.0 if (start // batch) % 2 == 0 else 0.7
+        with torch.no_grad():
+            out = model.generate(**enc, max_new_tokens=new_tokens, do_sample=True, temperature=temperature,
+                                 top_k=0, top_p=1.0, pad_token_id=tokenizer.pad_token_id)
+        width = enc["input_ids"].shape[1]
+        for row, mask in zip(out.tolist(), enc["attention_mask"], strict=True):
+            ids = row[int((mask == 0).sum()):]
+            prompt_len = width - int((mask == 0).sum())
+            if tokenizer.eos_token_id in ids[prompt_len:]:
+                ids = ids[: ids.index(tokenizer.eos_token_id, prompt_len) + 1]
+            seqs.append(ids)
+        print(f"answers: {len(seqs)}/{len(prompts)}, {sum(map(len, seqs))} tokens", file=sys.stderr, flush=True)
+    return seqs
+
+
+def features(model, seqs: list[list[int]]) -> list[torch.Tensor]:
+    """Each sequence's final-normed features [L, hidden] (float16), one teacher-forced forward each."""
+    with torch.no_grad():
+        return [model.model(torch.tensor([s])).last_hidden_state[0].to(torch.float16) for s in seqs]
+
+
+def examples(seqs: list[list[int]], feats: list[torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Two-level training examples at every answer position t: f_t, x_{t+1}, x_{t+2}, f_{t+1}, f_{t+2}."""
+    cols: dict[str, list[torch.Tensor]] = {k: [] for k in ("f", "x1", "x2", "g1", "g2")}
+    for seq, f in zip(seqs, feats, strict=True):
+        starts = [i for i, t in enumerate(seq) if t == IM_START]
+        first = max((starts[-1] + 1) if starts else 0, 0)  # the position that predicts the answer's first token
+        s, t = torch.tensor(seq), torch.arange(first, len(seq) - 3)
+        for key, value in (("f", f[t]), ("x1", s[t + 1]), ("x2", s[t + 2]), ("g1", f[t + 1]), ("g2", f[t + 2])):
+            cols[key].append(value)
+    return {k: torch.cat(v) for k, v in cols.items()}
+
+
+class Objective:
+    """Loss and acceptance of the head on a batch of examples (the target's law over the head's ids)."""
+
+    def __init__(self, head: draft_head.DraftHead, embed: torch.Tensor, lm_rows: torch.Tensor) -> None:
+        self.head, self.embed, self.lm_rows = head, embed, lm_rows  # [V, hidden], [H, hidden]
+
+    def __call__(self, ex: dict[str, torch.Tensor], idx: torch.Tensor, noise: float = 0.0):
+        f = ex["f"][idx].float()
+        if noise:
+            f = f + noise * torch.randn_like(f)
+        f1 = self.head(f, self.embed[ex["x1"][idx]])  # [B, hidden]
+        f2 = self.head(f1, self.embed[ex["x2"][idx]])
+        ce = reg = 0.0
+        alphas = []
+        for pred, gold in ((f1, ex["g1"][idx].float()), (f2, ex["g2"][idx].float())):
+            log_q = torch.log_softmax(pred @ self.lm_rows.T, -1)  # [B, H]
+            p = torch.softmax(gold @ self.lm_rows.T, -1)  # [B, H]
+            ce = ce - (p * log_q).sum(-1).mean()
+            reg = reg + (pred - gold).abs().mean()
+            alphas.append(float(torch.minimum(p, log_q.exp()).sum(-1).mean()))
+        return ce + 0.1 * reg, alphas
+
+
+def train(ex: dict[str, torch.Tensor], objective: Objective, epochs: float, seed: int) -> dict:
+    n = len(ex["f"])
+    perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
+    held, fit = perm[: max(n // 10, 1)], perm[max(n // 10, 1):]
+    batch, steps = 256, max(int(epochs * len(fit) / 256), 1)
+    opt = torch.optim.AdamW(objective.head.parameters(), lr=1e-3, weight_decay=0.0)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, 1e-3, total_steps=steps, pct_start=0.05)
+    t0, draw = time.time(), torch.Generator().manual_seed(seed + 1)
+    for step in range(steps):
+        loss, _ = objective(ex, fit[torch.randint(len(fit), (batch,), generator=draw)], noise=0.05)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+        if step % 200 == 0 or step == steps - 1:
+            print(f"step {step + 1}/{steps} loss {float(loss):.3f} held-out alpha {held_out(objective, ex, held)} "
+                  f"{time.time() - t0:.0f} s", file=sys.stderr, flush=True)
+    return {"positions": n, "held_out": len(held), "steps": steps, "held_out_alpha": held_out(objective, ex, held)}
+
+
+def held_out(objective: Objective, ex: dict[str, torch.Tensor], held: torch.Tensor) -> list[float]:
+    with torch.no_grad():
+        parts = [objective(ex, held[i:i + 512])[1] for i in range(0, len(held), 512)]
+    return [round(sum(a[k] for a in parts) / len(parts), 4) for k in range(2)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    torch.manual_seed(args.seed)
+    model = embedded.load_target("cpu", lambda m: print(m, file=sys.stderr))
+    if args.data:
+        data = torch.load(args.data)
+    else:
+        prompts = json.loads(PROMPTS.read_text())["prompts"][: args.prompts]
+        seqs = answers(model, embedded.load_tokenizer(lambda m: None), prompts, args.batch, args.new_tokens)
+        data = {"seqs": seqs, "feats": features(model, seqs)}
+        if args.save_data:
+            torch.save(data, args.save_data)
+    config = draft_head.HeadConfig(hidden=int(model.config.hidden_size), inner=args.inner, head_size=args.head_size)
+    head = draft_head.DraftHead(config)
+    objective = Objective(head, model.model.embed_tokens.weight.detach(),
+                          model.lm_head.weight.detach()[: args.head_size])
+    stats = train(examples(data["seqs"], data["feats"]), objective, args.epochs, args.seed)
+    about = {"made_by": "python -m decoding train-head " + " ".join(argv or sys.argv[1:]), **stats,
+             "answers": len(data["seqs"]), "answer_tokens": sum(map(len, data["seqs"]))}
+    draft_head.save_head(head.eval(), Path(args.out), about)
+    print(json.dumps(about))
+    return 0

@@ -1,0 +1,79 @@
+"""A trained draft head on the target's own features (EAGLE-style, MLP only): a draft that costs ~1/10 of the target.
+
+Why: on a 2-core CPU the int8 self-draft costs ~0.6-0.75 of a target forward, so speculation with it stays
+about neutral (RUNTIME_NOTES.md). EAGLE (Li et al. 2024) drafts from the target's top-layer feature instead:
+given the feature f_t that produced token x_{t+1}'s law and x_{t+1}'s embedding, a small network predicts
+the next feature f_{t+1}, and the target's own lm_head turns it into q. Deeper draft nodes feed the head its
+own predicted feature. Here the network is one fused input layer and one gated MLP block (no attention: f_t
+already summarises the context); the head scores the first `head_size` token ids only (the most frequent
+BPE merges, as fast_draft.TruncatedHead), q = 0 beyond them. q is whatever this function computes from the
+context, fixed before a candidate is drawn, so every verifier stays exact (the target's law is untouched).
+
+The weights ship in assets/draft_head/ with how they were trained (decoding/cli/train_head.py: the
+target's own sampled answers to generated training prompts, none from the bench set).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+HEAD_DIR = Path(__file__).resolve().parents[2] / "assets" / "draft_head"
+WEIGHTS, CONFIG = "head.safetensors", "head.json"
+
+
+@dataclass(frozen=True)
+class HeadConfig:
+    hidden: int = 576  # the target's hidden size
+    inner: int = 1536  # the MLP's width
+    head_size: int = 8192  # token ids [0, head_size) the draft scores
+    eps: float = 1e-5
+
+
+class DraftHead(nn.Module):
+    """(feature f [.., hidden], token embedding e [.., hidden]) -> predicted next feature [.., hidden]."""
+
+    def __init__(self, config: HeadConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.fc = nn.Linear(2 * config.hidden, config.hidden)
+        self.norm = nn.RMSNorm(config.hidden, eps=config.eps)
+        self.gate = nn.Linear(config.hidden, config.inner, bias=False)
+        self.up = nn.Linear(config.hidden, config.inner, bias=False)
+        self.down = nn.Linear(config.inner, config.hidden, bias=False)
+        self.out_norm = nn.RMSNorm(config.hidden, eps=config.eps)
+
+    def forward(self, f: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
+        x = self.fc(torch.cat([f, e], dim=-1))  # [.., hidden]
+        y = self.norm(x)
+        x = x + self.down(F.silu(self.gate(y)) * self.up(y))
+        return self.out_norm(x)  # [.., hidden]: in the space of the target's final-normed features
+
+
+def save_head(head: DraftHead, folder: Path, about: dict) -> None:
+    """Weights (float16 safetensors) and config + how they were made (JSON)."""
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.detach().to(torch.float16).contiguous() for k, v in head.state_dict().items()},
+              str(folder / WEIGHTS))
+    (folder / CONFIG).write_text(json.dumps({"config": asdict(head.config), "about": about}, indent=1) + "\n")
+
+
+def load_head(folder: Path = HEAD_DIR) -> DraftHead:
+    """The shipped head (float32, eval mode); a clear error when the files are missing or do not fit."""
+    from safetensors.torch import load_file
+
+    try:
+        config = HeadConfig(**json.loads((folder / CONFIG).read_text())["config"])
+        state = load_file(str(folder / WEIGHTS))
+    except (OSError, KeyError, TypeError, ValueError) as err:
+        raise ValueError(f"the draft head in {folder} is missing or unreadable ({err})") from err
+    head = DraftHead(config)
+    head.load_state_dict({k: v.to(torch.float32) for k, v in state.items()})
+    return head.eval().requires_grad_(False)
