@@ -30,7 +30,7 @@ def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int], keep: bool = True
     off u and base as scalars with the very multiplies the rows are written with: both modes agree bit for bit."""
     u, total = p, 1.0  # [V] residual target r = u / total (p itself until the first update)
     base, scale = q, 1.0  # [V] draft law d = base x scale, the law the current candidate was drawn from
-    left = _Undrawn(q, torch.empty_like(q))
+    left = _Undrawn(q)
     rows = Rows(2 * len(xs), q) if keep else None  # one block: a shown residual and draft law per test
     shown = None  # [V] the last shown residual row (keep=True)
     for i, x in enumerate(xs):
@@ -70,19 +70,18 @@ SAFE_MASS = 1e-6  # below this undrawn q-mass, rebuild the next law exactly (sum
 
 
 class _Undrawn:
-    """q restricted to the tokens not drawn yet, kept incrementally: one [V] pass per candidate instead of
-    restricted()'s four (clone, write, sum, divide). Its mass is tracked by subtraction, exact to ~1e-16
+    """q restricted to the tokens not drawn yet, kept incrementally: one write per drawn token instead of
+    restricted()'s four [V] passes (clone, write, sum, divide). Copied from q (and summed) at the first draw,
+    so a node whose first candidate passes pays nothing. Its mass is tracked by subtraction, exact to ~1e-16
     relative while it stays far from 0; near 0 the caller falls back to restricted()."""
 
-    def __init__(self, q: torch.Tensor, out: torch.Tensor) -> None:
-        self.rest = out.copy_(q)  # [V] q with the drawn tokens zeroed (out: a fresh row)
-        self.mass = float(q.sum())
+    def __init__(self, q: torch.Tensor) -> None:
+        self.q = q
+        self.rest: torch.Tensor | None = None  # [V] q with the drawn tokens zeroed (our own copy)
+        self.mass = 0.0
 
     def drop(self, x: int) -> None:
+        if self.rest is None:
+            self.rest, self.mass = self.q.clone(), float(self.q.sum())
         self.mass -= float(self.rest[x])  # 0 for a repeated token: already zeroed
         self.rest[x] = 0.0
-
-    def law(self, out: torch.Tensor) -> torch.Tensor:
-        """[V] normalised law of the next draw, written into `out` (a fresh row: the update that shows it keeps it)."""
-        return torch.mul(self.rest, 1.0 / self.mass, out=out)  # a multiply: half a division's cost
-
