@@ -132,8 +132,8 @@ def train(ex: dict[str, torch.Tensor], objective: Objective, epochs: float, seed
         opt.step()
         sched.step()
         if step % 200 == 0 or step == steps - 1:
-            print(f"step {step + 1}/{steps} loss {float(loss.detach()):.3f} held-out alpha {held_out(objective, ex, held)} "
-                  f"{time.time() - t0:.0f} s", file=sys.stderr, flush=True)
+            print(f"step {step + 1}/{steps} loss {float(loss.detach()):.3f} held-out alpha "
+                  f"{held_out(objective, ex, held)} {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
     return {"positions": n, "held_out": len(held), "steps": steps, "held_out_alpha": held_out(objective, ex, held)}
 
 
