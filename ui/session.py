@@ -29,6 +29,7 @@ from ui.caps import Caps
 from viz import stats
 
 PAIRS = (("embedded: SmolLM2-135M + its int8 self-draft", "embedded"),
+         ("embedded-head: SmolLM2-135M + a trained draft head (fastest model draft)", "embedded-head"),
          ("lookup: SmolLM2-135M + prompt-lookup draft", "lookup"),
          ("toy: a 12-word language (instant)", "toy"),
          ("custom: two hub ids or local folders", "custom"))

@@ -42,7 +42,7 @@ from decoding.run.config import DecodeConfig, parse_branching
 PROMPTS_FILE = Path(__file__).resolve().parents[2] / "assets" / "bench_prompts.json"
 QUICK = {"prompts": 2, "repeats": 2, "max_new_tokens": 12}
 PATHS = ("fast", "recorded", "recorded-lazy")  # the default --paths (recorded-eager is opt-in)
-BUILT_IN = ["embedded", "embedded-fast", "lookup", "toy"]
+BUILT_IN = ["embedded", "embedded-fast", "embedded-head", "head-lookup", "lookup", "toy"]
 
 
 def _parser() -> argparse.ArgumentParser:

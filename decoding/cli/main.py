@@ -115,6 +115,10 @@ def run_bench(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["train-head"]:  # its own flags (argparse's REMAINDER does not take a leading --flag)
+        from decoding.cli import train_head
+
+        return train_head.main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         if args.command == "generate":
@@ -127,10 +131,6 @@ def main(argv: list[str]) -> int:
             from decoding.lab.cli import run as run_certify
 
             return run_certify(args)
-        if args.command == "train-head":
-            from decoding.cli import train_head
-
-            return train_head.main(args.rest)
         return run_bench(args)
     except (ValueError, FileNotFoundError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)

@@ -8,7 +8,7 @@ How the shipped head (assets/draft_head/) was made, reproducibly (seeded; ~30-60
    its own prediction and e(x_{t+2}) (two unrolled levels, as drafting a chain uses it). Loss: cross-entropy
    against the target's law softmax(lm_head(f)) over the head's ids (what makes sum min(p, q) large) plus 0.1
    x the L1 distance of the features (EAGLE's regression term). AdamW, one-cycle lr 1e-3, batch 256.
-It prints the held-out acceptance sum_x min(p, q) at both levels (a tenth of the positions, T = 1).
+It prints the held-out acceptance sum_x min(p, q) at both levels (a tenth of the answers, unseen, T = 1).
 
     python -m decoding train-head [--out DIR] [--prompts N] [--new-tokens N] [--epochs E] [--data PT]
 """
@@ -33,18 +33,22 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m decoding train-head", description=__doc__.split("\n")[0])
     p.add_argument("--out", default=str(draft_head.HEAD_DIR), help="folder for head.safetensors and head.json")
     p.add_argument("--prompts", type=int, default=384, help="how many training prompts to answer")
+    p.add_argument("--first-prompt", type=int, default=0, help="index of the first prompt to answer")
+    p.add_argument("--temperatures", default="1.0,0.7", help="sampling temperature per batch, cycled (0 = greedy)")
     p.add_argument("--batch", type=int, default=32, help="answers sampled together")
     p.add_argument("--new-tokens", type=int, default=192, help="tokens per answer at most")
     p.add_argument("--epochs", type=float, default=2.0, help="passes over the answer positions")
     p.add_argument("--head-size", type=int, default=draft_head.HeadConfig.head_size, help="token ids the head scores")
     p.add_argument("--inner", type=int, default=draft_head.HeadConfig.inner, help="width of the head's MLP")
-    p.add_argument("--data", default=None, help="a .pt of answers+features saved by an earlier run (skips 1-2)")
+    p.add_argument("--data", nargs="+", default=None, help=".pt files of answers+features saved earlier (skips 1-2)")
     p.add_argument("--save-data", default=None, help="save the answers+features here (.pt)")
+    p.add_argument("--answers-only", action="store_true", help="stop after saving the answers+features")
     p.add_argument("--seed", type=int, default=0)
     return p
 
 
-def answers(model, tokenizer, prompts: list[str], batch: int, new_tokens: int) -> list[list[int]]:
+def answers(model, tokenizer, prompts: list[str], batch: int, new_tokens: int,
+            temperatures: list[float]) -> list[list[int]]:
     """Token ids (prompt + sampled answer, cut after EOS) of the target's own answers."""
     tokenizer.padding_side = "left"
     seqs: list[list[int]] = []
@@ -52,10 +56,11 @@ def answers(model, tokenizer, prompts: list[str], batch: int, new_tokens: int) -
         texts = [tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False,
                                                add_generation_prompt=True) for p in prompts[start:start + batch]]
         enc = tokenizer(texts, return_tensors="pt", padding=True)
-        temperature = 1.0 if (start // batch) % 2 == 0 else 0.7
+        temperature = temperatures[(start // batch) % len(temperatures)]
+        sampling = dict(do_sample=True, temperature=temperature, top_k=0, top_p=1.0) if temperature > 0 else \
+            dict(do_sample=False)
         with torch.no_grad():
-            out = model.generate(**enc, max_new_tokens=new_tokens, do_sample=True, temperature=temperature,
-                                 top_k=0, top_p=1.0, pad_token_id=tokenizer.pad_token_id)
+            out = model.generate(**enc, max_new_tokens=new_tokens, pad_token_id=tokenizer.pad_token_id, **sampling)
         width = enc["input_ids"].shape[1]
         for row, mask in zip(out.tolist(), enc["attention_mask"], strict=True):
             ids = row[int((mask == 0).sum()):]
@@ -74,13 +79,15 @@ def features(model, seqs: list[list[int]]) -> list[torch.Tensor]:
 
 
 def examples(seqs: list[list[int]], feats: list[torch.Tensor]) -> dict[str, torch.Tensor]:
-    """Two-level training examples at every answer position t: f_t, x_{t+1}, x_{t+2}, f_{t+1}, f_{t+2}."""
-    cols: dict[str, list[torch.Tensor]] = {k: [] for k in ("f", "x1", "x2", "g1", "g2")}
-    for seq, f in zip(seqs, feats, strict=True):
+    """Two-level training examples at every answer position t: f_t, x_{t+1}, x_{t+2}, f_{t+1}, f_{t+2};
+    "answer": which answer each example comes from (held-out answers are whole answers)."""
+    cols: dict[str, list[torch.Tensor]] = {k: [] for k in ("f", "x1", "x2", "g1", "g2", "answer")}
+    for number, (seq, f) in enumerate(zip(seqs, feats, strict=True)):
         starts = [i for i, t in enumerate(seq) if t == IM_START]
         first = max((starts[-1] + 1) if starts else 0, 0)  # the position that predicts the answer's first token
         s, t = torch.tensor(seq), torch.arange(first, len(seq) - 3)
-        for key, value in (("f", f[t]), ("x1", s[t + 1]), ("x2", s[t + 2]), ("g1", f[t + 1]), ("g2", f[t + 2])):
+        for key, value in (("f", f[t]), ("x1", s[t + 1]), ("x2", s[t + 2]), ("g1", f[t + 1]), ("g2", f[t + 2]),
+                           ("answer", torch.full_like(t, number))):
             cols[key].append(value)
     return {k: torch.cat(v) for k, v in cols.items()}
 
@@ -104,14 +111,16 @@ class Objective:
             p = torch.softmax(gold @ self.lm_rows.T, -1)  # [B, H]
             ce = ce - (p * log_q).sum(-1).mean()
             reg = reg + (pred - gold).abs().mean()
-            alphas.append(float(torch.minimum(p, log_q.exp()).sum(-1).mean()))
+            alphas.append(float(torch.minimum(p, log_q.detach().exp()).sum(-1).mean()))
         return ce + 0.1 * reg, alphas
 
 
 def train(ex: dict[str, torch.Tensor], objective: Objective, epochs: float, seed: int) -> dict:
-    n = len(ex["f"])
-    perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
-    held, fit = perm[: max(n // 10, 1)], perm[max(n // 10, 1):]
+    n, answers_seen = len(ex["f"]), int(ex["answer"].max()) + 1
+    order = torch.randperm(answers_seen, generator=torch.Generator().manual_seed(seed))
+    held_answers = order[: max(answers_seen // 10, 1)]
+    is_held = torch.isin(ex["answer"], held_answers)  # a tenth of the ANSWERS, unseen in training
+    held, fit = is_held.nonzero()[:, 0], (~is_held).nonzero()[:, 0]
     batch, steps = 256, max(int(epochs * len(fit) / 256), 1)
     opt = torch.optim.AdamW(objective.head.parameters(), lr=1e-3, weight_decay=0.0)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, 1e-3, total_steps=steps, pct_start=0.05)
@@ -123,8 +132,8 @@ def train(ex: dict[str, torch.Tensor], objective: Objective, epochs: float, seed
         opt.step()
         sched.step()
         if step % 200 == 0 or step == steps - 1:
-            print(f"step {step + 1}/{steps} loss {float(loss):.3f} held-out alpha {held_out(objective, ex, held)} "
-                  f"{time.time() - t0:.0f} s", file=sys.stderr, flush=True)
+            print(f"step {step + 1}/{steps} loss {float(loss.detach()):.3f} held-out alpha "
+                  f"{held_out(objective, ex, held)} {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
     return {"positions": n, "held_out": len(held), "steps": steps, "held_out_alpha": held_out(objective, ex, held)}
 
 
@@ -139,13 +148,18 @@ def main(argv: list[str] | None = None) -> int:
     torch.manual_seed(args.seed)
     model = embedded.load_target("cpu", lambda m: print(m, file=sys.stderr))
     if args.data:
-        data = torch.load(args.data)
+        parts = [torch.load(path) for path in args.data]
+        data = {key: [item for part in parts for item in part[key]] for key in ("seqs", "feats")}
     else:
-        prompts = json.loads(PROMPTS.read_text())["prompts"][: args.prompts]
-        seqs = answers(model, embedded.load_tokenizer(lambda m: None), prompts, args.batch, args.new_tokens)
+        prompts = json.loads(PROMPTS.read_text())["prompts"][args.first_prompt: args.first_prompt + args.prompts]
+        temperatures = [float(t) for t in args.temperatures.split(",")]
+        seqs = answers(model, embedded.load_tokenizer(lambda m: None), prompts, args.batch, args.new_tokens,
+                       temperatures)
         data = {"seqs": seqs, "feats": features(model, seqs)}
         if args.save_data:
             torch.save(data, args.save_data)
+        if args.answers_only:
+            return 0
     config = draft_head.HeadConfig(hidden=int(model.config.hidden_size), inner=args.inner, head_size=args.head_size)
     head = draft_head.DraftHead(config)
     objective = Objective(head, model.model.embed_tokens.weight.detach(),

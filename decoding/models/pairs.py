@@ -7,6 +7,7 @@ Kinds:
   the most frequent token ids only, q = 0 elsewhere (fast_draft.py);
 - "embedded-head": the same target and a trained draft head on the target's own features (EAGLE-style,
   draft_head.py): ~1/10 of a target forward per draft level;
+- "head-lookup": the same, with prompt lookup's guess wherever it has one (hybrid_draft.py);
 - "lookup": the same target (or `target=`) and the model-free prompt-lookup drafter (lookup.py);
 - "toy": a 12-word draft/target pair whose every probability can be read (toy.py);
 - "custom": `target=` and `draft=` hub ids or local folders sharing one vocabulary.
@@ -38,12 +39,13 @@ from decoding.models.hfload import (
     resolve_device,
     resolve_spec,
 )
+from decoding.models.hybrid_draft import LookupFirstTreeLM
 from decoding.models.packed_linear import use_packed_projection
 from decoding.models.treelm import HFTreeLM, TreeLM
 
 __all__ = ["KINDS", "ModelLoadError", "ModelPair", "load_pair"]
 
-KINDS = ("embedded", "embedded-fast", "embedded-head", "lookup", "toy", "custom")
+KINDS = ("embedded", "embedded-fast", "embedded-head", "head-lookup", "lookup", "toy", "custom")
 Progress = Callable[[str], None]
 T = TypeVar("T")
 
@@ -148,8 +150,8 @@ def load_pair(kind: str = "embedded", target: str | None = None, draft: str | No
         raise ModelLoadError(f"the {kind} pair takes no target/draft; use kind 'custom' to name models")
     if kind == "embedded-fast":
         return embedded_fast_pair(device, progress)
-    if kind == "embedded-head":
-        return embedded_head_pair(device, progress)
+    if kind in ("embedded-head", "head-lookup"):
+        return embedded_head_pair(device, progress, lookup_first=kind == "head-lookup")
     return embedded_pair(device, progress)
 
 
@@ -245,20 +247,25 @@ def _self_draft_pair(kind: str, device: str, progress: Progress) -> ModelPair:
     )
 
 
-def embedded_head_pair(device: str = "auto", progress: Progress = _stderr) -> ModelPair:
-    """The embedded target and the trained draft head (draft_head.py) on CPU; the target keeps its features."""
-    model, codec = _embedded_parts(resolve_device(device), progress)
-    if model.device.type != "cpu":
-        raise ModelLoadError("the embedded-head pair runs on CPU only (its draft reads the CPU target's features)")
+def embedded_head_pair(device: str = "auto", progress: Progress = _stderr, lookup_first: bool = False) -> ModelPair:
+    """The embedded target and the trained draft head (draft_head.py), on CPU (`device` is not used); the
+    target session keeps the features the head drafts from. lookup_first: prompt lookup's guess wherever
+    it has one (the "head-lookup" pair, hybrid_draft.py)."""
+    model, codec = _embedded_parts("cpu", progress)  # CPU on every machine: the lean target gives the features
     head = cached((f"draft-head:{embedded.MODEL_NAME}", "cpu", "float32"), _load_head)
     embed = model.model.embed_tokens.weight.detach()  # [V, hidden], shared read-only
     lm_rows = model.lm_head.weight.detach()[: head.config.head_size]  # [H, hidden], a view
     scorer, vocab = scoring_target(model, embedded.MODEL_NAME), codec.vocab_size
+    name = f"{embedded.MODEL_NAME} draft head (trained on its features; ids < {head.config.head_size})"
+
+    def new_draft(target: FeatureTreeLM) -> TreeLM:
+        drafter = HeadTreeLM(head, embed, lm_rows, vocab, target)
+        return LookupFirstTreeLM(drafter) if lookup_first else drafter
+
     return ModelPair(
-        kind="embedded-head", target_name=embedded.MODEL_NAME,
-        draft_name=f"{embedded.MODEL_NAME} draft head (trained on its features; ids < {head.config.head_size})",
-        codec=codec, new_target=lambda: FeatureTreeLM(scorer, vocab),
-        new_draft=lambda target: HeadTreeLM(head, embed, lm_rows, vocab, target), device="cpu",
+        kind="head-lookup" if lookup_first else "embedded-head", target_name=embedded.MODEL_NAME,
+        draft_name=("prompt lookup where it has a guess, else the " if lookup_first else "") + name,
+        codec=codec, new_target=lambda: FeatureTreeLM(scorer, vocab), new_draft=new_draft, device="cpu",
         dtype="float32", target_model=model, draft_dtype="float32 (head MLP + target lm_head rows)",
         draft_reads_target=True,
     )

@@ -1,5 +1,5 @@
 """Every pair a user can pick without a hub, driven as a person does, each from a fresh page load:
-the default (embedded) with no control touched, lookup, toy, and custom with two local folders typed
+the default (embedded) with no control touched, embedded-head, lookup, toy, and custom with two local folders typed
 into the boxes (tiny llama folders with no EOS token: random weights would often end the run at step 1).
 Step three times ("Step 3 of 3", no ⚠️, the tree drawn), Run to the end (a small
 max-new-tokens set on the slider), then the slider replays step 1."""
@@ -94,6 +94,12 @@ def test_the_default_embedded_pair_with_no_control_touched(page):
 @pytest.mark.slow
 def test_the_lookup_pair(page):
     pick(page, "lookup: SmolLM2-135M + prompt-lookup draft")
+    step_three_times_run_and_replay(page)
+
+
+@pytest.mark.slow
+def test_the_draft_head_pair(page):
+    pick(page, "embedded-head: SmolLM2-135M + a trained draft head (fastest model draft)")
     step_three_times_run_and_replay(page)
 
 

@@ -1,0 +1,52 @@
+"""(slow) The embedded-head pair: the shipped head loads offline, drafts only its head ids, and speculative
+greedy decoding with it reproduces the target's own greedy decoding (near-ties as in test_fast_pair)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from decoding.models import pairs as models
+from decoding.models.target import score_tree
+from decoding.run import engine
+from decoding.run.config import DecodeConfig
+from decoding.verify.tree import DraftTree
+from tests.models.test_fast_pair import NEAR_TIE, NEW_TOKENS, PROMPTS, gap_at, greedy
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def pair():
+    return models.load_pair("embedded-head", device="cpu")
+
+
+def test_the_head_drafts_its_ids_and_agrees_with_the_target_at_the_root(pair):
+    assert pair.kind == "embedded-head" and pair.draft_reads_target
+    with pytest.raises(ValueError, match="pass it"):
+        pair.draft_session()
+    size = models.draft_head.load_head().config.head_size
+    ids = pair.encode_prompt(PROMPTS[0], chat=True)
+    target = pair.target_session()
+    draft = pair.draft_session(target)
+    target.start(ids)
+    draft.start(ids)
+    q_logits = score_tree(draft, DraftTree.root(ids[-1]))[0]  # [V]
+    p_logits = score_tree(target, DraftTree.root(ids[-1]))[0]  # [V]
+    assert bool(torch.isneginf(q_logits[size:]).all()) and bool(torch.isfinite(q_logits[:size]).all())
+    assert int(q_logits.argmax()) == int(p_logits.argmax())
+
+
+@pytest.mark.parametrize("prompt", PROMPTS)
+def test_speculative_greedy_equals_plain_greedy(pair, prompt):
+    config = DecodeConfig(verifier="sd", branching=(1, 1, 1), temperature=0.0, max_new_tokens=NEW_TOKENS)
+    ids = pair.encode_prompt(prompt, chat=True)
+    run = engine.generate(pair, config, prompt)
+    expected, got = greedy(pair, ids), list(run.generated_ids)
+    assert len(got) >= 1.5 * len(run.steps)  # the head's drafts were accepted: fewer target steps than tokens
+    first = next((i for i in range(min(len(got), len(expected))) if got[i] != expected[i]), None)
+    if first is None:
+        assert len(got) == len(expected)
+        return
+    gap = gap_at(pair, ids + expected[:first])
+    assert gap < NEAR_TIE, f"token {first} differs ({got[first]} vs {expected[first]}) at a logit gap of {gap:.4f}"
