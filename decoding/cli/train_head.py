@@ -10,7 +10,7 @@ How the shipped head (assets/draft_head/) was made, reproducibly (seeded; ~30-60
    x the L1 distance of the features (EAGLE's regression term). AdamW, one-cycle lr 1e-3, batch 256.
 It prints the held-out acceptance sum_x min(p, q) at both levels (a tenth of the answers, unseen, T = 1).
 
-    python -m decoding train-head [--out DIR] [--prompts N] [--new-tokens N] [--epochs E] [--data PT]
+    python -m decoding train-head [--out DIR] [--prompts N] [--new-tokens N] [--epochs E] [--data FILE ...]
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--epochs", type=float, default=2.0, help="passes over the answer positions")
     p.add_argument("--head-size", type=int, default=draft_head.HeadConfig.head_size, help="token ids the head scores")
     p.add_argument("--inner", type=int, default=draft_head.HeadConfig.inner, help="width of the head's MLP")
-    p.add_argument("--data", nargs="+", default=None, help=".pt files of answers+features saved earlier (skips 1-2)")
-    p.add_argument("--save-data", default=None, help="save the answers+features here (.pt)")
+    p.add_argument("--data", nargs="+", default=None, help="answers+features files saved earlier (skips 1-2)")
+    p.add_argument("--save-data", default=None, help="save the answers+features here (safetensors)")
     p.add_argument("--answers-only", action="store_true", help="stop after saving the answers+features")
     p.add_argument("--seed", type=int, default=0)
     return p
@@ -76,6 +76,23 @@ def features(model, seqs: list[list[int]]) -> list[torch.Tensor]:
     """Each sequence's final-normed features [L, hidden] (float16), one teacher-forced forward each."""
     with torch.no_grad():
         return [model.model(torch.tensor([s])).last_hidden_state[0].to(torch.float16) for s in seqs]
+
+
+def save_data(data: dict, path: str) -> None:
+    """Answers + features as safetensors (no pickle): ids and features concatenated, with answer lengths."""
+    from safetensors.torch import save_file
+
+    save_file({"ids": torch.tensor([t for s in data["seqs"] for t in s]),
+               "lengths": torch.tensor([len(s) for s in data["seqs"]]),
+               "feats": torch.cat(data["feats"]).contiguous()}, path)
+
+
+def load_data(path: str) -> dict:
+    from safetensors.torch import load_file
+
+    flat = load_file(path)
+    lengths = flat["lengths"].tolist()
+    return {"seqs": [s.tolist() for s in flat["ids"].split(lengths)], "feats": list(flat["feats"].split(lengths))}
 
 
 def examples(seqs: list[list[int]], feats: list[torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -148,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.manual_seed(args.seed)
     model = embedded.load_target("cpu", lambda m: print(m, file=sys.stderr))
     if args.data:
-        parts = [torch.load(path) for path in args.data]
+        parts = [load_data(path) for path in args.data]
         data = {key: [item for part in parts for item in part[key]] for key in ("seqs", "feats")}
     else:
         prompts = json.loads(PROMPTS.read_text())["prompts"][args.first_prompt: args.first_prompt + args.prompts]
@@ -157,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
                        temperatures)
         data = {"seqs": seqs, "feats": features(model, seqs)}
         if args.save_data:
-            torch.save(data, args.save_data)
+            save_data(data, args.save_data)
         if args.answers_only:
             return 0
     config = draft_head.HeadConfig(hidden=int(model.config.hidden_size), inner=args.inner, head_size=args.head_size)
