@@ -5,6 +5,18 @@ A (pair kind, DecodeConfig) tuple for outside checks that time specscope on thei
 record=False is the fast path (no per-node records, no theory); the verifier is lossless, so the
 output law is the target's at any temperature. Importing this module loads no model and no torch.
 
+Session 7 (2-core CPU, 2026-11-24; the lead's benches ran beside two niced helpers): the embedded-head
+pair (draft_head.py: a trained EAGLE-style MLP head on the target's own features, ~1/10 of a target
+forward per draft level, acceptance ~0.4-0.5 per level on the bench prompts) with a chain (1, 1).
+Measured x generate() (median [min-max], 4 prompts x 2 runs, 40 new tokens, 2 threads):
+- `--pair embedded-head --configs sd:1 sd:1,1 sd:1,1,1 sd:1,1,1,1 --temperatures 0,0.8 --paths
+  fast,recorded --also-pairs lookup --prompts 4 --repeats 2 --threads 2`: sd 1,1 1.26x [0.93-1.41] /
+  1.47x [0.99-2.18] (T = 0 / 0.8), sd 1 1.18x / 1.24x, sd 1,1,1 1.05x / 1.25x, sd 1,1,1,1 0.94x / 1.14x;
+  target alone 1.05x / 1.09x; lookup sd 1,1 in the same run 1.07x / 1.16x (0.90x / 0.82x the head's).
+- `--pair head-lookup --configs sd:1,1 sd:1,1,1 --also-pairs embedded-head lookup ...` (prompt lookup's
+  guess where it has one, else the head's: acceptance .51/.52 vs .39/.37 by depth at T = 0, but no faster:
+  0.95x / 1.00x the head alone); embedded-head sd 1,1 1.33x / 1.27x, lookup 1.21x / 1.03x.
+
 Session 6 (idle 2-core CPU, 2026-11-24): prompt lookup drafts only where the context's last 3 or 2
 tokens occurred before (lookup.py; a 1-gram match guessed the target's next token 6-26 % of the time,
 no match never, 3/2-gram matches 60-79 %), so a step with nothing to look up is a one-row target step
@@ -54,6 +66,6 @@ from __future__ import annotations
 from decoding.run.config import DecodeConfig
 
 FASTEST: tuple[str, DecodeConfig] = (
-    "lookup",
+    "embedded-head",
     DecodeConfig(verifier="sd", branching=(1, 1), temperature=0.0, record=False),
 )

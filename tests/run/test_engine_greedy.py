@@ -75,7 +75,7 @@ def test_speculative_greedy_equals_plain_greedy(pair, reference, name):
 
 
 def test_the_fastest_configuration_is_plain_greedy_too(pair, reference):
-    """FASTEST (the lookup pair: chains only where a 3/2-gram matches, root-only steps elsewhere)."""
+    """FASTEST (the embedded-head pair: the trained draft head on the target's features, a chain of two)."""
     kind, config = FASTEST
     fastest = models.load_pair(kind)
     assert fastest.target_model is pair.target_model  # the same target: the same reference
