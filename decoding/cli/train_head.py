@@ -79,7 +79,8 @@ def features(model, seqs: list[list[int]]) -> list[torch.Tensor]:
 
 
 def save_data(data: dict, path: str) -> None:
-    """Answers + features as safetensors (no pickle): ids and features concatenated, with answer lengths."""
+    """Answers + features as safetensors (plain tensors, no code runs on load): ids and features concatenated,
+    with the answers' lengths."""
     from safetensors.torch import save_file
 
     save_file({"ids": torch.tensor([t for s in data["seqs"] for t in s]),
