@@ -36,9 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     from decoding.lab.cli import add_flags as add_certify_flags
 
     add_certify_flags(cert)
-    train = sub.add_parser("train-head", help="train the embedded-head pair's draft head (assets/draft_head)",
-                           add_help=False)
-    train.add_argument("rest", nargs=argparse.REMAINDER, help="flags of train-head (--help lists them)")
+    sub.add_parser("train-head", help="train the embedded-head pair's draft head (assets/draft_head); "
+                   "main() hands its flags to decoding/cli/train_head.py", add_help=False)
     bench = sub.add_parser("bench", help="benchmarks (not tests): " + ", ".join(BENCHES))
     bench.add_argument("which", choices=sorted(BENCHES), help="which benchmark")
     bench.add_argument("rest", nargs=argparse.REMAINDER, help="flags passed to the benchmark")

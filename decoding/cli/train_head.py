@@ -149,10 +149,12 @@ def train(ex: dict[str, torch.Tensor], objective: Objective, epochs: float, seed
         loss.backward()
         opt.step()
         sched.step()
-        if step % 200 == 0 or step == steps - 1:
+        if step % 200 == 0:
             print(f"step {step + 1}/{steps} loss {float(loss.detach()):.3f} held-out alpha "
                   f"{held_out(objective, ex, held)} {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
-    return {"positions": n, "held_out": len(held), "steps": steps, "held_out_alpha": held_out(objective, ex, held)}
+    alpha = held_out(objective, ex, held)  # once, after the last step
+    print(f"done: {steps} steps, held-out alpha {alpha}, {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
+    return {"positions": n, "held_out": len(held), "steps": steps, "held_out_alpha": alpha}
 
 
 def held_out(objective: Objective, ex: dict[str, torch.Tensor], held: torch.Tensor) -> list[float]:

@@ -27,8 +27,9 @@ class HeadTreeLM(TreeBook):
         self.target = target
         self.features: dict[int, torch.Tensor] = {}  # tree node -> its predicted feature [hidden], this step
 
-    def start(self, context: list[int]) -> None:
-        self._reset(context)
+    def _reset(self, context: list[int]) -> None:
+        """start and commit (TreeBook's) begin a new step: the predicted features belong to the old tree."""
+        super()._reset(context)
         self.features = {}
 
     def logits(self, tree: DraftTree, nodes: list[int]) -> torch.Tensor:
@@ -46,11 +47,6 @@ class HeadTreeLM(TreeBook):
             feats = torch.stack([self.features[n] for n in nodes])  # [n, hidden]
             out[:, : self.lm_rows.shape[0]] = feats @ self.lm_rows.T  # [n, H]
         return out
-
-    def commit(self, path: list[int], next_token: int, tree: DraftTree | None = None) -> None:
-        tokens = self._path_tokens(path, tree)
-        self._reset(self.context + tokens[1:] + [int(next_token)])
-        self.features = {}
 
 
 def _waves(tree: DraftTree, nodes: list[int], known: dict[int, torch.Tensor]) -> list[list[int]]:

@@ -67,6 +67,15 @@ class TreeBook:
         self.forwards = 0
         self.prefills = 0
 
+    def start(self, context: list[int]) -> None:
+        """A session whose whole state follows from its context (no cache) only resets; HFTreeLM prefills."""
+        self._reset(context)
+
+    def commit(self, path: list[int], next_token: int, tree: DraftTree | None = None) -> None:
+        """The accepted path's tokens and the next root join the context (a session with a cache overrides)."""
+        tokens = self._path_tokens(path, tree)
+        self._reset(self.context + tokens[1:] + [int(next_token)])
+
     def _reset(self, context: list[int]) -> None:
         if not context:
             raise ValueError("the context is empty: a TreeLM needs at least the root token")
@@ -121,9 +130,6 @@ class ContextTreeLM(TreeBook):
         self.vocab_size = vocab_size
         self.counts_forwards = counts_forwards
 
-    def start(self, context: list[int]) -> None:
-        self._reset(context)
-
     def logits(self, tree: DraftTree, nodes: list[int]) -> torch.Tensor:
         self._admit(tree, nodes)
         if not nodes:
@@ -131,10 +137,6 @@ class ContextTreeLM(TreeBook):
         self.forwards += int(self.counts_forwards)
         rows = [self.next_logits(self.node_context(n)).to(torch.float32) for n in nodes]
         return torch.stack(rows)  # [len(nodes), V]
-
-    def commit(self, path: list[int], next_token: int, tree: DraftTree | None = None) -> None:
-        tokens = self._path_tokens(path, tree)
-        self._reset(self.context + tokens[1:] + [int(next_token)])
 
 
 def proposes(logits: torch.Tensor) -> torch.Tensor:
