@@ -56,13 +56,19 @@ class Placement(NamedTuple):
     m_lo: int  # lattice index of bin 0: its centre is e^{BIN (m_lo + 1/2)}
 
 
-class Fit(NamedTuple):
-    """E[a/(a+S)] as a polynomial in sigma = a/c - 1 around each log-weight bin centre c."""
+class Fit:
+    """E[a/(a+S)] as a polynomial in sigma = a/c - 1 around each log-weight bin centre c.
 
-    k: int
-    g_inf: float  # P(S = 0) = z^(k-1), z = q-mass of the weight-0 tokens
-    coeff: torch.Tensor | None  # [TERMS, bins + 1] (last column 0); None: no weight in (0, W_HI]
-    placed: Placement | None  # the tokens of the (q, w) the fit was made from
+    The coefficients of every bin (one FFT correlation, `coeff`) are computed on first need: the full law and the
+    residual need them, the accept test at one token does not (`at` takes its bin's column by a direct sum)."""
+
+    def __init__(self, k: int, g_inf: float, placed: Placement | None, nodes: NodeWeights | None) -> None:
+        self.k = k
+        self.g_inf = g_inf  # P(S = 0) = z^(k-1), z = q-mass of the weight-0 tokens
+        self.placed = placed  # the tokens of the (q, w) the fit was made from; None: no weight in (0, W_HI]
+        self.nodes = nodes  # the quadrature's node weights; None with placed
+        self._coeff: torch.Tensor | None = None  # [TERMS, bins + 1] (last column 0)
+        self._columns: dict[int, list[float]] = {}  # bin -> its [TERMS] coefficients by the direct sum
 
     @staticmethod
     def of(q: torch.Tensor, w: torch.Tensor, k: int) -> Fit:
@@ -74,9 +80,23 @@ class Fit(NamedTuple):
         b32 = b.to(torch.int32)  # [V] for the gathers (int32 indices gather ~1.6x faster; scatter_add_ takes int64)
         sigma = _offsets(w, b32, m_lo, bins)  # [V]
         moments = _bin_moments(q, sigma, b, bins)  # [TERMS, bins]
-        coeff = torch.zeros(TERMS, bins + 1, dtype=torch.float64)  # [TERMS, bins + 1]
-        coeff[:, :bins] = _coefficients(moments, z, k, bins)
-        return Fit(k, z ** (k - 1), coeff, Placement(special, b32, sigma, m_lo))
+        return Fit(k, z ** (k - 1), Placement(special, b32, sigma, m_lo), _node_weights(moments, z, k, bins))
+
+    @property
+    def coeff(self) -> torch.Tensor:
+        """[TERMS, bins + 1] every bin's coefficients (the extra bin's are 0), by one correlation, on first use."""
+        if self._coeff is None:
+            bins = self.nodes.bins
+            self._coeff = torch.zeros(TERMS, bins + 1, dtype=torch.float64)
+            self._coeff[:, :bins] = _correlate(self.nodes)
+        return self._coeff
+
+    def column(self, b: int) -> list[float]:
+        """Bin b's [TERMS] coefficients by the direct sum over the quadrature's nodes (T products per term, no
+        FFT): equal to coeff's column up to rounding (~1e-16 relative; the quadrature itself is good to ~1e-13)."""
+        if b not in self._columns:
+            self._columns[b] = _direct_column(self.nodes, b)
+        return self._columns[b]
 
     def full_law(self, q: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
         """r at every token of the (q, w) the fit was made from [V]: the Horner passes on the kept bins and
@@ -106,12 +126,14 @@ class Fit(NamedTuple):
         return out
 
     def at(self, q: torch.Tensor, w: torch.Tensor, token: int) -> float:
-        """r at one token, in Python floats (no tensor ops to dispatch): _horner's operations in its
-        order, each one IEEE double rounding, so the number is bit-identical to full_law's."""
+        """r at one token, in Python floats (no tensor ops to dispatch): _horner's operations in its order on
+        the bin's directly summed column, so the number is full_law's up to the columns' rounding (~1e-16
+        relative), and the same whether or not the full law was built before (the accept test and the
+        rejection-drawn residual token read r here, the shown residual row from full_law)."""
         w_y, q_y = float(w[token]), float(q[token])
         if self.placed is None or w_y == 0 or w_y > W_HI:
             return q_y * (self.g_inf if w_y == 0 else float(self.k))
-        column = self.coeff[:, int(self.placed.b[token])].tolist()  # [TERMS]
+        column = self.column(int(self.placed.b[token]))  # [TERMS]
         sigma = float(self.placed.sigma[token])
         poly = column[-1]
         for c in reversed(column[:-1]):
@@ -208,6 +230,7 @@ class Tables(NamedTuple):
 
     laplace: torch.Tensor  # [TERMS, F] conj(rfft(e^{-y} (-y)^j)) / j!: the moments' row j contracts with it
     coefficients: torch.Tensor  # [TERMS, F] -STEP rfft(e^{-y} (-y)^(j+1)) / j!: coefficient row j's table
+    time: torch.Tensor  # [TERMS, size] the same table in time: -STEP e^{-y} (-y)^(j+1) / j! (the direct sums)
     offset: int  # the most bins this size takes
 
 
@@ -225,16 +248,25 @@ def _tables(size: int) -> Tables:
         powers[j] = powers[j - 1] * -y
     spectrum = torch.fft.rfft(powers)  # [TERMS + 1, F]
     inverse = (1.0 / FACTORIALS)[:, None]  # [TERMS, 1]
-    return Tables(spectrum[:TERMS].conj() * inverse, spectrum[1:] * (-STEP * inverse), offset)
+    return Tables(spectrum[:TERMS].conj() * inverse, spectrum[1:] * (-STEP * inverse), powers[1:] * (-STEP * inverse),
+                  offset)
 
 
-def _coefficients(moments: torch.Tensor, z: float, k: int, bins: int) -> torch.Tensor:
-    """[TERMS, bins] the polynomial coefficients c[j, b] = sum_i weight_i e^{-y} (-y)^j / j! y at y = t_i c_b,
-    weight_i = STEP (G(t_i) - G(inf)), G = laplace^(k-1), laplace(t_i) = z + sum_j,b moments[j, b] e^{-y} (-y)^j / j!.
-    Nodes t_i run from a t <= T_LO for the largest weight to t a >= Y_MAX for the smallest; with b' = bins - 1 - b
-    (bins counted down), y = t_i c_b = T_LO e^{BIN (8 i - b' - 1/2)}: the Laplace transform is a convolution of
-    the reversed moments with the table, the coefficients a correlation of the node weights with it
-    (e^{-y} (-y)^j / j! y = -e^{-y} (-y)^(j+1) / j!, row j + 1). A circular transform wraps nothing: every index
+class NodeWeights(NamedTuple):
+    """The quadrature's trapezoid weights STEP (G(t_i) - G(inf)) at its nodes, placed every RATIO entries of a
+    [size] buffer (STEP is in the tables), with what the coefficients' correlation needs to read them."""
+
+    weight: torch.Tensor  # [size]
+    count: int  # T nodes
+    bins: int
+    size: int
+
+
+def _node_weights(moments: torch.Tensor, z: float, k: int, bins: int) -> NodeWeights:
+    """The Laplace transform laplace(t_i) = z + sum_j,b moments[j, b] e^{-y} (-y)^j / j! at the T nodes, then the
+    weights G(t_i) - G(inf), G = laplace^(k-1). Nodes t_i run from a t <= T_LO for the largest weight to
+    t a >= Y_MAX for the smallest; with b' = bins - 1 - b (bins counted down), y = t_i c_b = T_LO e^{BIN (8 i - b' -
+    1/2)}: a convolution of the reversed moments with the table. A circular transform wraps nothing: every index
     used lies in [0, size). Rounding: absolute errors ~1e-16 x |a| |b|, far below the quadrature's 1e-13."""
     count = math.ceil((LOG_SPAN + BIN * bins) / STEP) + 1  # T
     size = next(s for s in SIZES if (s - SPAN) // 2 >= bins)
@@ -245,6 +277,23 @@ def _coefficients(moments: torch.Tensor, z: float, k: int, bins: int) -> torch.T
     laplace = convolved[tables.offset :][nodes].add_(z)  # [T]
     weight = torch.zeros(size, dtype=torch.float64)  # [size] trapezoid weights at the nodes (STEP is in the table)
     weight[nodes] = laplace.pow_(k - 1).sub_(z ** (k - 1))  # G(t) - G(inf)
-    spectrum = torch.fft.rfft(weight).conj_physical_()  # [F] a correlation: the weights' conjugate spectrum
-    lagged = torch.fft.irfft(tables.coefficients * spectrum, size)  # [TERMS, size] at offset - b'
-    return lagged[:, tables.offset - bins + 1 : tables.offset + 1]
+    return NodeWeights(weight, count, bins, size)
+
+
+def _correlate(nodes: NodeWeights) -> torch.Tensor:
+    """[TERMS, bins] the polynomial coefficients c[j, b] = sum_i weight_i e^{-y} (-y)^j / j! y at y = t_i c_b, every
+    bin at once: a correlation of the node weights with the table (e^{-y} (-y)^j / j! y = -e^{-y} (-y)^(j+1) / j!,
+    row j + 1), by FFT."""
+    tables = _tables(nodes.size)
+    spectrum = torch.fft.rfft(nodes.weight).conj_physical_()  # [F] a correlation: the weights' conjugate spectrum
+    lagged = torch.fft.irfft(tables.coefficients * spectrum, nodes.size)  # [TERMS, size] at offset - b'
+    return lagged[:, tables.offset - nodes.bins + 1 : tables.offset + 1]
+
+
+def _direct_column(nodes: NodeWeights, b: int) -> list[float]:
+    """[TERMS] bin b's coefficients as `_correlate` defines them, by the direct sum over the T nodes: the table
+    entries at offset - b' + RATIO i, i < T (a strided view), times the node weights."""
+    tables = _tables(nodes.size)
+    start = tables.offset - (nodes.bins - 1 - b)
+    window = tables.time[:, start : start + RATIO * nodes.count : RATIO]  # [TERMS, T]
+    return torch.mv(window, nodes.weight[: RATIO * nodes.count : RATIO]).tolist()

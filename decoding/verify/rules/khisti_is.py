@@ -90,9 +90,10 @@ class InducedLaw:
             self._fit = Fit.of(q, w, k)
 
     def at(self, token: int) -> float:
-        if self._full is not None:
-            return float(self._full[token])
-        return self._fit.at(self.q, self.w, token)
+        """r at one token: from the fit whenever there is one (the same number before and after full())."""
+        if self._fit is not None:
+            return self._fit.at(self.q, self.w, token)
+        return float(self._full[token])
 
     def full(self) -> torch.Tensor:
         if self._full is None:
