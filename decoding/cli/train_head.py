@@ -40,6 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--epochs", type=float, default=2.0, help="passes over the answer positions")
     p.add_argument("--head-size", type=int, default=draft_head.HeadConfig.head_size, help="token ids the head scores")
     p.add_argument("--inner", type=int, default=draft_head.HeadConfig.inner, help="width of the head's MLP")
+    p.add_argument("--levels", type=int, default=2, help="unrolled draft levels trained (the chain's depth)")
+    p.add_argument("--lr", type=float, default=1e-3, help="peak learning rate (one-cycle)")
     p.add_argument("--data", nargs="+", default=None, help="answers+features files saved earlier (skips 1-2)")
     p.add_argument("--save-data", default=None, help="save the answers+features here (safetensors)")
     p.add_argument("--answers-only", action="store_true", help="stop after saving the answers+features")
@@ -96,35 +98,46 @@ def load_data(path: str) -> dict:
     return {"seqs": [s.tolist() for s in flat["ids"].split(lengths)], "feats": list(flat["feats"].split(lengths))}
 
 
-def examples(seqs: list[list[int]], feats: list[torch.Tensor]) -> dict[str, torch.Tensor]:
-    """Two-level training examples at every answer position t: f_t, x_{t+1}, x_{t+2}, f_{t+1}, f_{t+2};
-    "answer": which answer each example comes from (held-out answers are whole answers)."""
-    cols: dict[str, list[torch.Tensor]] = {k: [] for k in ("f", "x1", "x2", "g1", "g2", "answer")}
-    for number, (seq, f) in enumerate(zip(seqs, feats, strict=True)):
+def examples(seqs: list[list[int]], feats: list[torch.Tensor], levels: int = 2) -> dict[str, torch.Tensor]:
+    """Training examples at every answer position t, for `levels` unrolled levels: level k (1..levels) feeds
+    x_{t+k} and is judged against f_{t+k}. Stored flat (one copy of the features, however many levels):
+    "ids" [T] and "feats" [T, hidden] are every answer concatenated, "pos" [n] each example's t in them,
+    "answer" [n] which answer it comes from (held-out answers are whole answers). Read with `at`."""
+    pos, answer, offset = [], [], 0
+    for number, seq in enumerate(seqs):
         starts = [i for i, t in enumerate(seq) if t == IM_START]
-        first = max((starts[-1] + 1) if starts else 0, 0)  # the position that predicts the answer's first token
-        s, t = torch.tensor(seq), torch.arange(first, len(seq) - 3)
-        for key, value in (("f", f[t]), ("x1", s[t + 1]), ("x2", s[t + 2]), ("g1", f[t + 1]), ("g2", f[t + 2]),
-                           ("answer", torch.full_like(t, number))):
-            cols[key].append(value)
-    return {k: torch.cat(v) for k, v in cols.items()}
+        first = (starts[-1] + 1) if starts else 0  # the position that predicts the answer's first token
+        t = torch.arange(first, len(seq) - 1 - levels)
+        pos.append(offset + t)
+        answer.append(torch.full_like(t, number))
+        offset += len(seq)
+    return {"ids": torch.tensor([t for s in seqs for t in s]), "feats": torch.cat(feats), "pos": torch.cat(pos),
+            "answer": torch.cat(answer)}
+
+
+def at(ex: dict[str, torch.Tensor], idx: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Examples idx at offset k: (token x_{t+k} [B], feature f_{t+k} [B, hidden] as float32)."""
+    where = ex["pos"][idx] + k
+    return ex["ids"][where], ex["feats"][where].float()
 
 
 class Objective:
-    """Loss and acceptance of the head on a batch of examples (the target's law over the head's ids)."""
+    """Loss and acceptance of the head on a batch of examples (the target's law over the head's ids), unrolled
+    `levels` deep: level k predicts f_{t+k} from the head's own level k-1 prediction, as drafting a chain does."""
 
-    def __init__(self, head: draft_head.DraftHead, embed: torch.Tensor, lm_rows: torch.Tensor) -> None:
-        self.head, self.embed, self.lm_rows = head, embed, lm_rows  # [V, hidden], [H, hidden]
+    def __init__(self, head: draft_head.DraftHead, embed: torch.Tensor, lm_rows: torch.Tensor,
+                 levels: int = 2) -> None:
+        self.head, self.embed, self.lm_rows, self.levels = head, embed, lm_rows, levels  # [V, hidden], [H, hidden]
 
     def __call__(self, ex: dict[str, torch.Tensor], idx: torch.Tensor, noise: float = 0.0):
-        f = ex["f"][idx].float()
+        _, pred = at(ex, idx, 0)  # [B, hidden]: f_t
         if noise:
-            f = f + noise * torch.randn_like(f)
-        f1 = self.head(f, self.embed[ex["x1"][idx]])  # [B, hidden]
-        f2 = self.head(f1, self.embed[ex["x2"][idx]])
+            pred = pred + noise * torch.randn_like(pred)
         ce = reg = 0.0
         alphas = []
-        for pred, gold in ((f1, ex["g1"][idx].float()), (f2, ex["g2"][idx].float())):
+        for k in range(1, self.levels + 1):
+            x, gold = at(ex, idx, k)
+            pred = self.head(pred, self.embed[x])  # [B, hidden]: the head's f_{t+k}, from its own f_{t+k-1}
             log_q = torch.log_softmax(pred @ self.lm_rows.T, -1)  # [B, H]
             p = torch.softmax(gold @ self.lm_rows.T, -1)  # [B, H]
             ce = ce - (p * log_q).sum(-1).mean()
@@ -133,15 +146,15 @@ class Objective:
         return ce + 0.1 * reg, alphas
 
 
-def train(ex: dict[str, torch.Tensor], objective: Objective, epochs: float, seed: int) -> dict:
-    n, answers_seen = len(ex["f"]), int(ex["answer"].max()) + 1
+def train(ex: dict[str, torch.Tensor], objective: Objective, epochs: float, seed: int, lr: float = 1e-3) -> dict:
+    n, answers_seen = len(ex["pos"]), int(ex["answer"].max()) + 1
     order = torch.randperm(answers_seen, generator=torch.Generator().manual_seed(seed))
     held_answers = order[: max(answers_seen // 10, 1)]
     is_held = torch.isin(ex["answer"], held_answers)  # a tenth of the ANSWERS, unseen in training
     held, fit = is_held.nonzero()[:, 0], (~is_held).nonzero()[:, 0]
     batch, steps = 256, max(int(epochs * len(fit) / 256), 1)
-    opt = torch.optim.AdamW(objective.head.parameters(), lr=1e-3, weight_decay=0.0)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, 1e-3, total_steps=steps, pct_start=0.05)
+    opt = torch.optim.AdamW(objective.head.parameters(), lr=lr, weight_decay=0.0)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, lr, total_steps=steps, pct_start=0.05)
     t0, draw = time.time(), torch.Generator().manual_seed(seed + 1)
     for step in range(steps):
         loss, _ = objective(ex, fit[torch.randint(len(fit), (batch,), generator=draw)], noise=0.05)
@@ -160,7 +173,7 @@ def train(ex: dict[str, torch.Tensor], objective: Objective, epochs: float, seed
 def held_out(objective: Objective, ex: dict[str, torch.Tensor], held: torch.Tensor) -> list[float]:
     with torch.no_grad():
         parts = [objective(ex, held[i:i + 512])[1] for i in range(0, len(held), 512)]
-    return [round(sum(a[k] for a in parts) / len(parts), 4) for k in range(2)]
+    return [round(sum(a[k] for a in parts) / len(parts), 4) for k in range(objective.levels)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -183,8 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     config = draft_head.HeadConfig(hidden=int(model.config.hidden_size), inner=args.inner, head_size=args.head_size)
     head = draft_head.DraftHead(config)
     objective = Objective(head, model.model.embed_tokens.weight.detach(),
-                          model.lm_head.weight.detach()[: args.head_size])
-    stats = train(examples(data["seqs"], data["feats"]), objective, args.epochs, args.seed)
+                          model.lm_head.weight.detach()[: args.head_size], args.levels)
+    stats = train(examples(data["seqs"], data["feats"], args.levels), objective, args.epochs, args.seed, args.lr)
     about = {"made_by": "python -m decoding train-head " + " ".join(argv or sys.argv[1:]), **stats,
              "answers": len(data["seqs"]), "answer_tokens": sum(map(len, data["seqs"]))}
     draft_head.save_head(head.eval(), Path(args.out), about)

@@ -1,11 +1,14 @@
-"""train-head's data plumbing (no model): answers+features survive a safetensors round trip, and every
-training example lines up f_t with x_{t+1}, x_{t+2}, f_{t+1}, f_{t+2} of the same answer, answers only."""
+"""train-head's data plumbing and objective (no embedded model): answers+features survive a safetensors round
+trip, every training example lines up f_t with x_{t+k}, f_{t+k} (k = 1..levels) of the same answer, answers only,
+and the unrolled objective feeds each level the head's own previous prediction (oracle: the chain by hand)."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
-from decoding.cli.train_head import IM_START, examples, load_data, save_data
+from decoding.cli.train_head import IM_START, Objective, at, examples, load_data, save_data
+from decoding.models.draft_head import DraftHead, HeadConfig
 
 
 def fake_answers() -> dict:
@@ -25,14 +28,41 @@ def test_answers_and_features_round_trip(tmp_path) -> None:
         assert torch.equal(a, b)
 
 
-def test_examples_line_up_features_and_tokens_of_the_answer() -> None:
+@pytest.mark.parametrize("levels", [1, 2, 3])
+def test_examples_line_up_features_and_tokens_of_the_answer(levels) -> None:
     data = fake_answers()
-    ex = examples(data["seqs"], data["feats"])
-    for i in range(len(ex["f"])):
-        t, answer = int(ex["f"][i, 0]), int(ex["answer"][i])
+    ex = examples(data["seqs"], data["feats"], levels)
+    everyone = torch.arange(len(ex["pos"]))
+    _, f = at(ex, everyone, 0)
+    for i in range(len(ex["pos"])):
+        t, answer = int(f[i, 0]), int(ex["answer"][i])
         seq = data["seqs"][answer]
-        assert int(ex["f"][i, 1]) == answer and t >= max(j for j, x in enumerate(seq) if x == IM_START) + 1
-        assert (int(ex["x1"][i]), int(ex["x2"][i])) == (seq[t + 1], seq[t + 2])
-        assert (int(ex["g1"][i, 0]), int(ex["g2"][i, 0])) == (t + 1, t + 2)
+        assert int(f[i, 1]) == answer and t >= max(j for j, x in enumerate(seq) if x == IM_START) + 1
+        for k in range(1, levels + 1):
+            x, g = at(ex, everyone[i:i + 1], k)
+            assert int(x[0]) == seq[t + k] and (int(g[0, 0]), int(g[0, 1])) == (t + k, answer)
     assert sorted(int(a) for a in ex["answer"].unique()) == [0, 1]
-    assert len(ex["f"]) == (11 - 3 - 4) + (7 - 3 - 1)  # from the last header token's successor to len - 3
+    # from the last header token's successor to len - 1 - levels, in each answer
+    assert len(ex["pos"]) == (11 - 1 - levels - 4) + (7 - 1 - levels - 1)
+
+
+def test_each_level_is_the_head_on_its_own_previous_prediction() -> None:
+    """Oracle: the chain f -> head(f, e(x_{t+1})) -> head(., e(x_{t+2})) -> ... by hand, level by level; the
+    objective's acceptance per level is sum_x min(p, q) of that chain against the gold feature's law."""
+    torch.manual_seed(3)
+    hidden, vocab, levels = 8, 70, 3
+    seqs = [[IM_START, 5] + torch.randint(vocab, (12,)).tolist(), [IM_START] + torch.randint(vocab, (9,)).tolist()]
+    feats = [torch.randn(len(s), hidden).to(torch.float16) for s in seqs]
+    head = DraftHead(HeadConfig(hidden=hidden, inner=16, head_size=vocab)).eval()
+    embed, lm_rows = torch.randn(vocab, hidden), torch.randn(vocab, hidden)
+    ex = examples(seqs, feats, levels)
+    idx = torch.arange(len(ex["pos"]))
+    with torch.no_grad():
+        _, alphas = Objective(head, embed, lm_rows, levels)(ex, idx)
+        flat_ids, flat_f = torch.tensor([t for s in seqs for t in s]), torch.cat(feats).float()
+        pred = flat_f[ex["pos"]]
+        for k in range(1, levels + 1):
+            pred = head(pred, embed[flat_ids[ex["pos"] + k]])
+            p, q = torch.softmax(flat_f[ex["pos"] + k] @ lm_rows.T, -1), torch.softmax(pred @ lm_rows.T, -1)
+            assert alphas[k - 1] == pytest.approx(float(torch.minimum(p, q).sum(-1).mean()), abs=1e-6)
+    assert len(alphas) == levels
