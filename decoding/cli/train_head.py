@@ -1,16 +1,22 @@
 """`python -m decoding train-head`: train the embedded pair's draft head (draft_head.py) on the target's own answers.
 
-How the shipped head (assets/draft_head/) was made, reproducibly (seeded; ~30-60 min on 2 CPU cores):
-1. answers: the target samples answers (T = 1 and 0.7, alternating batches) to the prompts of
-   assets/draft_head/train_prompts.json (templates over chat, code, summary, reasoning; none is a bench prompt);
+How the shipped head (assets/draft_head/) was made, reproducibly (seeded; head.json's made_by has the exact
+commands: four answer runs saved with --save-data --answers-only, ~15 min per 60k tokens on one core, then
+one training run over all four files, ~30 min on one core):
+1. answers: the target answers the 1536 prompts of assets/draft_head/train_prompts.json (templates over
+   chat, code, summary, reasoning; none is a bench prompt), sampled at T = 1 / 0.7 (the first 384) and
+   greedy / T = 0.8 (the bench's temperatures: the rest), alternating batches;
 2. features: one teacher-forced target forward per answer gives every position's final-normed feature f_t;
 3. training: for each answer position t, the head predicts f_{t+1} from (f_t, e(x_{t+1})), then f_{t+2} from
-   its own prediction and e(x_{t+2}) (two unrolled levels, as drafting a chain uses it). Loss: cross-entropy
-   against the target's law softmax(lm_head(f)) over the head's ids (what makes sum min(p, q) large) plus 0.1
-   x the L1 distance of the features (EAGLE's regression term). AdamW, one-cycle lr 1e-3, batch 256.
-It prints the held-out acceptance sum_x min(p, q) at both levels (a tenth of the answers, unseen, T = 1).
+   its own prediction and e(x_{t+2}) (--levels unrolled levels, default 2, as drafting a chain uses it). Loss:
+   cross-entropy against the target's law softmax(lm_head(f)) over the head's ids (what makes sum min(p, q)
+   large) plus 0.1 x the L1 distance of the features (EAGLE's regression term). AdamW, one-cycle lr (--lr,
+   1e-3), batch 256.
+It prints the held-out acceptance sum_x min(p, q) at every level (a tenth of the ANSWERS, whole answers unseen
+in training: a split by positions leaks neighbouring positions of the same answer and overstates it).
 
-    python -m decoding train-head [--out DIR] [--prompts N] [--new-tokens N] [--epochs E] [--data FILE ...]
+    python -m decoding train-head [--out DIR] [--prompts N] [--new-tokens N] [--epochs E] [--levels L]
+        [--inner W] [--lr LR] [--data FILE ...]
 """
 
 from __future__ import annotations
