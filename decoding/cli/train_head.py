@@ -1,11 +1,11 @@
 """`python -m decoding train-head`: train the embedded pair's draft head (draft_head.py) on the target's own answers.
 
 How the shipped head (assets/draft_head/) was made, reproducibly (seeded; head.json's made_by has the exact
-commands: four answer runs saved with --save-data --answers-only, ~15 min per 60k tokens on one core, then
-one training run over all four files, ~30 min on one core):
-1. answers: the target answers the 1536 prompts of assets/draft_head/train_prompts.json (templates over
-   chat, code, summary, reasoning; none is a bench prompt), sampled at T = 1 / 0.7 (the first 384) and
-   greedy / T = 0.8 (the bench's temperatures: the rest), alternating batches;
+commands: answer runs saved with --save-data --answers-only, ~15 min per 60k tokens on one core, then one
+training run over the saved files):
+1. answers: the target answers prompts of assets/draft_head/train_prompts.json (templates over chat, code,
+   summary, reasoning; none is a bench prompt; the shipped head used the first 896 of its 1536), sampled at
+   T = 1 / 0.7 (the first 384) and greedy / T = 0.8 (the bench's temperatures: the rest), alternating batches;
 2. features: one teacher-forced target forward per answer gives every position's final-normed feature f_t;
 3. training: for each answer position t, the head predicts f_{t+1} from (f_t, e(x_{t+1})), then f_{t+2} from
    its own prediction and e(x_{t+2}) (--levels unrolled levels, default 2, as drafting a chain uses it). Loss:
