@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from decoding.verify.sampling import EPS_MASS, draw, normalise, uniform
-from decoding.verify.verdict import AcceptTest, NodeVerdict, ResidualUpdate
+from decoding.verify.verdict import AcceptTest, NodeVerdict, ResidualUpdate, Row
 
 NO_UNIFORM = 1.0  # shown as the "uniform" of a deterministic test (no draw)
 
@@ -53,8 +53,8 @@ class Test:
 
 @dataclass(frozen=True)
 class Update:
-    residual: torch.Tensor  # [V] normalised residual after the rejected test (zeros if it holds no mass)
-    draft: torch.Tensor | None = None  # [V] current draft law d (without-replacement rules)
+    residual: Row  # [V] normalised residual after the rejected test (zeros if it holds no mass); maybe lazy
+    draft: Row | None = None  # [V] current draft law d (without-replacement rules); maybe lazy
     note: str = ""
 
 
