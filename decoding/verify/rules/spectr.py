@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+import numpy as np
 import torch
 
 from decoding.verify.rules.common import Event, Final, Test, normalised_residual_, skip_note
@@ -48,35 +49,46 @@ def _damped(
 
 
 def _root(p: torch.Tensor, q: torch.Tensor, k: int) -> tuple[float, tuple[torch.Tensor, float] | None]:
-    """(rho, min(q, p/rho) with its sum, or None when not computed on the way)."""
+    """(rho, min(q, p/rho) with its sum, or None when not computed on the way).
+
+    One fresh [V] buffer: w = p/q, then (same memory) the bucket index, then min(q, p/rho) and the residual
+    (fresh memory costs page faults, more than the arithmetic). Index searches run in numpy (torch.nonzero
+    on a [V] mask costs ~10x np.flatnonzero)."""
     if k == 1:
         return 1.0, None  # f <= 0 on [1, k]
-    # w = p/q; q = 0 gives a huge finite w (bucket B+1, where its q = 0 counts nowhere) and p = 0 gives
-    # w = 0 (bucket 0, where its p = 0 counts nowhere): no masks needed
-    w = q.clamp(min=1e-300)  # [V] w = p/q, divided in place
-    torch.div(p, w, out=w)
-    # bucket 0: w < 1; bucket j in 1..B: edges[j-1] <= w < edges[j] (up to rounding); B+1: w >= k
-    scale = BUCKETS / (k - 1)
-    # [V]; w is consumed. No floor_: after the clamp to >= 0, long()'s truncation is the floor (one pass fewer)
-    bucket = w.mul_(scale).sub_(scale - 1.0).clamp_(0, BUCKETS + 1).long()
+    w = q.clamp(min=1e-300)  # [V] our buffer
+    bucket = _buckets(p, w, k)  # [V] int64, in w's memory
     p_sum = torch.zeros(BUCKETS + 2, dtype=torch.float64).scatter_add_(0, bucket, p)  # [B+2] per-bucket mass
     q_sum = torch.zeros(BUCKETS + 2, dtype=torch.float64).scatter_add_(0, bucket, q)
     edges = torch.linspace(1.0, float(k), BUCKETS + 1, dtype=torch.float64)  # [B+1]
     below_p = torch.cumsum(p_sum, 0)[:-1]  # [B+1] p-mass of tokens with w < edges[j]
     above_q = q_sum.sum() - torch.cumsum(q_sum, 0)[:-1]  # [B+1] q-mass of tokens with w >= edges[j]
-    positive = torch.nonzero(_f(edges, above_q, below_p, k) > 0)
-    if positive.numel() == 0:
+    positive = np.flatnonzero((_f(edges, above_q, below_p, k) > 0).numpy())
+    if positive.size == 0:
         return 1.0, None  # f(1) = 0 (p = q, or disjoint supports where f = 0 everywhere): rho* = 1
     j = int(positive[-1])
     if j == BUCKETS:
         return float(k), None
-    inside = torch.nonzero(bucket == j + 1).flatten()  # the breakpoints in (edges[j], edges[j+1])
+    inside = torch.from_numpy(np.flatnonzero(bucket.numpy() == j + 1))  # the breakpoints in (edges[j], edges[j+1])
     p_in, q_in = p[inside], q[inside]
     rho = _solve_in_bucket(
         p_in / q_in.clamp(min=1e-300), p_in, q_in,
         float(edges[j]), float(edges[j + 1]), float(above_q[j]), float(below_p[j]), k,
     )
-    return _at_or_above_root(p, q, rho, k, out=w)  # w's memory is free again: the bucket index was copied out
+    return _at_or_above_root(p, q, rho, k, out=w)  # w's memory is free again: the bucket index is read
+
+
+def _buckets(p: torch.Tensor, w: torch.Tensor, k: int) -> torch.Tensor:
+    """[V] int64 bucket of w = p/q, written over `w` (q clamped at 1e-300, ours): bucket 0: w < 1; bucket j in
+    1..B: edges[j-1] <= w < edges[j] (up to rounding); B+1: w >= k. q = 0 gives a huge finite w (bucket
+    B+1, where its q = 0 counts nowhere) and p = 0 gives w = 0 (bucket 0, where its p = 0 counts nowhere):
+    no masks needed."""
+    torch.div(p, w, out=w)
+    scale = BUCKETS / (k - 1)
+    # no floor_: after the clamp to >= 0 the int64 cast's truncation is the floor (one pass fewer)
+    w.mul_(scale).sub_(scale - 1.0).clamp_(0, BUCKETS + 1)
+    bucket = w.view(torch.int64)  # same memory, same element size: the cast reads each entry before writing it
+    return bucket.copy_(w)
 
 
 def _at_or_above_root(
@@ -110,8 +122,8 @@ def _solve_in_bucket(w, pw, qw, lo: float, hi: float, above_q: float, below_p: f
     above = above_q - torch.cumsum(qw, 0)  # [m] segment constants just after each breakpoint
     below = below_p + torch.cumsum(pw, 0)
     f_at = _f(w, above + qw, below - pw, k)  # [m] f at each breakpoint (continuous there)
-    crossed = torch.nonzero((f_at <= 0) & (w > lo))
-    if crossed.numel():
+    crossed = np.flatnonzero(((f_at <= 0) & (w > lo)).numpy())
+    if crossed.size:
         i = int(crossed[0])
         hi = float(w[i])
     else:
