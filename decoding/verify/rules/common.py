@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from decoding.verify.sampling import EPS_MASS, draw, normalise, uniform
-from decoding.verify.verdict import AcceptTest, NodeVerdict, ResidualUpdate
+from decoding.verify.verdict import AcceptTest, NodeVerdict, ResidualUpdate, Row
 
 NO_UNIFORM = 1.0  # shown as the "uniform" of a deterministic test (no draw)
 
@@ -53,8 +53,8 @@ class Test:
 
 @dataclass(frozen=True)
 class Update:
-    residual: torch.Tensor  # [V] normalised residual after the rejected test (zeros if it holds no mass)
-    draft: torch.Tensor | None = None  # [V] current draft law d (without-replacement rules)
+    residual: Row  # [V] normalised residual after the rejected test (zeros if it holds no mass); maybe lazy
+    draft: Row | None = None  # [V] current draft law d (without-replacement rules); maybe lazy
     note: str = ""
 
 
@@ -159,7 +159,7 @@ class Rows:
     so every row must be new memory. Allocated one by one, each [V] float64 row (393 kB at V = 49152)
     is a separate large allocation; where the allocator hands freed memory back to the system (a fresh
     process such as `bench verifiers`), its pages fault in afresh per node, which cost more than the
-    arithmetic (rrs_wor, V = 49152: ~0.1-0.2 ms per row against ~0.03 ms). One block per node is one
+    arithmetic (V = 49152: ~0.1-0.2 ms per row against ~0.03 ms). One block per node is one
     allocation (large enough for huge pages); untouched rows cost nothing. Where freed memory is kept
     (a warm process) both ways cost the same. Rows beyond `count` fall back to separate tensors. A row
     is a view: it keeps the whole block alive while any row lives.
