@@ -91,7 +91,9 @@ class NodeVerdict:
     token: the emitted token (the accepted candidate's token, or the residual sample).
     via_residual: True when a residual sample equal to a candidate counts as accepting it
         (hu_greedy); then `accepted` is that candidate's index.
-    residual: [V] the law the residual token was drawn from (None if a candidate was accepted by test).
+    residual: [V] the law the residual token was drawn from (None if a candidate was accepted by test, or when the
+        rule drew the token without building that law: khisti_is draws it by rejection from p; its last update
+        then holds the law as a LazyRow, built if read).
     """
 
     accepted: int | None

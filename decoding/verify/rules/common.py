@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from decoding.verify.sampling import EPS_MASS, draw, normalise, uniform
-from decoding.verify.verdict import AcceptTest, NodeVerdict, ResidualUpdate, Row
+from decoding.verify.verdict import AcceptTest, LazyRow, NodeVerdict, ResidualUpdate, Row, read_row
 
 NO_UNIFORM = 1.0  # shown as the "uniform" of a deterministic test (no draw)
 
@@ -60,9 +60,9 @@ class Update:
 
 @dataclass(frozen=True)
 class Final:
-    residual: torch.Tensor  # [V] law of the emitted token when all tests failed; must hold mass
+    residual: Row  # [V] law of the emitted token when all tests failed; must hold mass; maybe lazy
     hits: tuple[int, ...] = ()  # candidates that a residual sample equal to them accepts (hu_greedy)
-    token: int | None = None  # deterministic emission (lossy rules): no draw
+    token: int | None = None  # the emission when already decided (lossy rules) or drawn (khisti_is): no draw
 
 
 Event = Test | Update | Final
@@ -241,14 +241,18 @@ def _decide(test: Test, generator: torch.Generator) -> AcceptTest:
 
 
 def _emit(final: Final, xs, tests, updates, notes, generator) -> NodeVerdict:
-    token = final.token if final.token is not None else draw(final.residual, generator)
+    if final.token is not None:  # decided or already drawn: a lazy law stays unbuilt (the verdict then has none)
+        token, residual = final.token, None if isinstance(final.residual, LazyRow) else final.residual
+    else:
+        residual = read_row(final.residual)  # [V]
+        token = draw(residual, generator)
     hit = next((i for i in final.hits if xs[i] == token), None)
     return NodeVerdict(
         accepted=hit,
         token=token,
         tests=tuple(tests),
         updates=tuple(updates),
-        residual=final.residual,
+        residual=residual,
         via_residual=hit is not None,
         notes=tuple(notes),
     )
@@ -273,7 +277,7 @@ def chain_law(events: Iterable[Event], xs: Sequence[int], size: int) -> tuple[to
 
 
 def _final_law(final: Final, xs, accept: torch.Tensor, stay: float) -> tuple[torch.Tensor, torch.Tensor]:
-    residual = final.residual  # [V]
+    residual = read_row(final.residual)  # [V]
     if not final.hits:
         return accept, residual
     first = {}  # token -> first hit-eligible candidate index with that token

@@ -37,7 +37,7 @@ from decoding.verify.rules.common import Event, Final, Test, Update, normalised_
 from decoding.verify.rules.khisti_fit import W_LO, Fit
 from decoding.verify.rules.node_cache import NodeCache
 from decoding.verify.sampling import draw
-from decoding.verify.verdict import NodeVerdict
+from decoding.verify.verdict import LazyRow, NodeVerdict
 
 ENUMERATION_LIMIT = 20_000  # tuples
 
@@ -155,11 +155,13 @@ def _sd_test(p: torch.Tensor, xs: Sequence[int], chosen: int, law: InducedLaw) -
     return Test(chosen, y, float(p[y]), r_y, "p(y)/r_beta(y)", note=note)
 
 
-def _chain(p: torch.Tensor, xs: Sequence[int], chosen: int, node: _Node) -> Iterator[Event]:
+def _chain(p: torch.Tensor, xs: Sequence[int], chosen: int, node: _Node, generator: torch.Generator) -> Iterator[Event]:
+    """The test, then (rejected) the residual as a lazy row and the token drawn by rejection from p (or, after its
+    misses, from the built residual): the [V] residual is built only if a view reads it or the draw needs it."""
     yield _sd_test(p, xs, chosen, node.law)
-    r = node.residual()  # [V] SD residual against the induced law
-    yield Update(r)
-    yield Final(r)
+    row = LazyRow(node.residual)  # [V] SD residual against the induced law, on first read
+    yield Update(row)
+    yield Final(row, token=residual_token(node.p, node.law, generator))
 
 
 class _Node:
@@ -201,7 +203,7 @@ def verify(
     node, xs = _node(p, q, candidates, cache)
     beta = selection(node.w[xs])  # [k]
     chosen = draw(beta, generator)
-    verdict = run_chain(_chain(node.p, xs, chosen, node), xs, generator)
+    verdict = run_chain(_chain(node.p, xs, chosen, node, generator), xs, generator)
     note = f"SIR selected candidate {chosen} (token {xs[chosen]}) with probability {float(beta[chosen]):.6g}"
     return replace(verdict, notes=(note,) + verdict.notes)
 
