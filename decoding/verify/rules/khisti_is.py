@@ -43,16 +43,25 @@ ENUMERATION_LIMIT = 20_000  # tuples
 
 
 def sir_weights(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
-    """[V] importance weights w = p/q on supp q (0 elsewhere and below W_LO), capped to stay finite.
+    """[V] importance weights w = p/q on supp q (0 elsewhere and below W_LO), capped to stay finite."""
+    return weights_and_range(p, q)[0]
+
+
+Extremes = tuple[float, float]  # the least and the largest weight
+
+
+def weights_and_range(p: torch.Tensor, q: torch.Tensor) -> tuple[torch.Tensor, Extremes | None]:
+    """sir_weights, and (least, largest) weight when every ratio was finite and above W_LO (None otherwise):
+    then every q and p is > 0, so the support is the whole vocabulary and the fit needs no second range pass.
     p/0 (inf or nan) is 0 off the support, as is a ratio that overflows (q < 1e-308). One aminmax pass
     settles the usual case (every ratio finite, above W_LO and below the cap: a NaN fails the test) without
     the three fixing passes."""
     w = torch.div(p, q)  # [V] our own tensor from here on
     lo, hi = (float(v) for v in torch.aminmax(w))
     if lo > W_LO and hi <= 1e300:
-        return w
+        return w, (lo, hi)
     w.nan_to_num_(nan=0.0, posinf=0.0)
-    return torch.nn.functional.threshold_(w, W_LO, 0.0).clamp_(max=1e300)  # w <= W_LO counts as 0
+    return torch.nn.functional.threshold_(w, W_LO, 0.0).clamp_(max=1e300), None  # w <= W_LO counts as 0
 
 
 def selection(weights: torch.Tensor) -> torch.Tensor:
@@ -78,16 +87,20 @@ class InducedLaw:
     per-bin coefficients are fitted once and then evaluated at one token (the accept test) or at
     every token (only when the residual is needed)."""
 
-    def __init__(self, q: torch.Tensor, w: torch.Tensor, k: int, method: str = "auto") -> None:
+    def __init__(
+        self, q: torch.Tensor, w: torch.Tensor, k: int, method: str = "auto", extremes: Extremes | None = None
+    ) -> None:
+        """extremes: w's (least, largest) when all weights are positive (weights_and_range), to skip two [V] scans."""
         self.q, self.w, self.k = q, w, k
         self._full: torch.Tensor | None = None
         self._fit: Fit | None = None
+        support = q.shape[0] if extremes is not None else None  # every weight > 0: q > 0 everywhere
         if k == 1:
             self._full = q.clone()
-        elif method == "enumerate" or (method == "auto" and int(torch.count_nonzero(q)) ** k <= ENUMERATION_LIMIT):
+        elif method == "enumerate" or (method == "auto" and _support(q, support) ** k <= ENUMERATION_LIMIT):
             self._full = _enumerated_law(q, w, k)
         else:
-            self._fit = Fit.of(q, w, k)
+            self._fit = Fit.of(q, w, k, extremes)
 
     def at(self, token: int) -> float:
         """r at one token: from the fit whenever there is one (the same number before and after full())."""
@@ -105,6 +118,10 @@ class InducedLaw:
         if self._full is not None:
             return torch.sub(p, self._full).clamp_(min=0.0)
         return self._fit.positive_part(p, self.q, self.w)
+
+
+def _support(q: torch.Tensor, known: int | None) -> int:
+    return known if known is not None else int(torch.count_nonzero(q))
 
 
 def _enumerated_law(q: torch.Tensor, w: torch.Tensor, k: int) -> torch.Tensor:
@@ -170,8 +187,8 @@ class _Node:
 
     def __init__(self, p: torch.Tensor, q: torch.Tensor, k: int) -> None:
         self.p, self.q = p, q
-        self.w = sir_weights(p, q)  # [V]
-        self.law = InducedLaw(q, self.w, k)
+        self.w, extremes = weights_and_range(p, q)  # [V]
+        self.law = InducedLaw(q, self.w, k, extremes=extremes)
         self._residual: torch.Tensor | None = None
 
     def residual(self) -> torch.Tensor:
