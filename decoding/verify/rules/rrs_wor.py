@@ -37,18 +37,19 @@ def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int], keep: bool = True
     it reads only the thresholds and the final law) yields none. The thresholds are read off u and d as
     scalars with the very multiplies the rows are built with: a row read later agrees with its test."""
     r, d = _Residual(p), _Undrawn(q)  # r = p until the first update; d = q until the first draw
-    replay = _Replay(p) if keep else None
+    replay = _Replay(p)
     for i, x in enumerate(xs):
         yield _test(i, x, r.at(x) * (1.0 / r.total), d.at(x))
         r.subtract(d.base, d.scale)  # the law x_i was drawn from, before removing x_i from it
         r.freeze(x)
-        if keep:
-            replay.log.append((d.base, d.scale, x))
+        replay.log.append((d.base, d.scale, x))
         d.drop(xs[: i + 1])
-        if keep:  # the last row is the final law's: the working buffer itself, normalised
-            shown = LazyRow(partial(replay.row, i)) if i + 1 < len(xs) else LazyRow.built(r.normalised_())
-            yield Update(shown, draft=LazyRow(d.row()))
-    yield Final(final_residual(shown.get() if keep else r.normalised_(), p))  # [V] r after the last test
+        if keep and i + 1 < len(xs):
+            yield Update(LazyRow(partial(replay.row, i)), draft=LazyRow(d.row()))
+    last = r.normalised_()  # [V] r after the last rejected test, over the working buffer (its last use)
+    if keep:  # the last shown row is the final law itself: nothing to replay
+        yield Update(LazyRow.built(last), draft=LazyRow(d.row()))
+    yield Final(final_residual(last, p))
 
 
 def _test(i: int, x: int, r_x: float, d_x: float) -> Test:
