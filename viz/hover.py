@@ -49,10 +49,15 @@ NOT_COMPUTED = "not computed for this step (the app computes it for the steps it
 def visit_line(visit: VisitRecord) -> str:
     if visit.alpha_exact is None:  # a lazy-theory record (ui/decode.py) whose step was not shown live
         return f"acceptance here: exact α and the optimum {NOT_COMPUTED}"
-    exact = fmt(visit.alpha_exact)
-    if visit.alpha_stderr:
-        exact += f" ± {fmt(visit.alpha_stderr, 2)}"
-    return f"acceptance here: exact α = {exact} · optimal for this law = {fmt(visit.alpha_optimal)}"
+    return f"acceptance here: {alpha_text(visit)} · optimal for this law = {fmt(visit.alpha_optimal)}"
+
+
+def alpha_text(visit: VisitRecord, digits: int = 4) -> str:
+    """"exact α = a", or, where no exact route exists at this size, "α ≈ a ± se (Monte Carlo)": an estimate,
+    which may even land above the optimum by its noise, so it must not read as exact."""
+    if not visit.alpha_stderr:
+        return f"exact α = {fmt(visit.alpha_exact, digits)}"
+    return f"α ≈ {fmt(visit.alpha_exact, digits)} ± {fmt(visit.alpha_stderr, 2)} (Monte Carlo)"
 
 
 def emitted_hover(step: StepRecord, emitted: EmittedRecord) -> str:

@@ -9,7 +9,7 @@ import math
 import plotly.graph_objects as go
 
 from decoding.run.schema import NodeRecord, StepRecord, TokenProb, UpdateRecord, VisitRecord
-from viz.hover import fmt
+from viz.hover import alpha_text, fmt
 from viz.lookup import visit_at
 from viz.palette import P_COLOR, Q_COLOR, RESIDUAL_COLOR
 from viz.tokens import label, shorten, unique_labels, visible
@@ -134,7 +134,7 @@ def node_title(step: StepRecord, node: NodeRecord, visit: VisitRecord | None) ->
     outcome = ("residual sample" if visit.accepted is None
                else f"candidate {visit.accepted + 1} accepted" + (" via the residual" if visit.via_residual else ""))
     alpha = ("exact α not computed" if visit.alpha_exact is None  # a lazy-theory step not shown live
-             else f"exact α {fmt(visit.alpha_exact, 3)} (optimal {fmt(visit.alpha_optimal, 3)})")
+             else f"{alpha_text(visit, 3)} (optimal {fmt(visit.alpha_optimal, 3)})")
     emits = _token_label(step, visit.token)
     return f"{head}<br>{len(visit.candidates)} candidates · {outcome} · emits {emits} · {alpha}"
 

@@ -37,12 +37,12 @@ import torch
 
 from decoding.cli import bench_speed_report as report
 from decoding.cli.bench_speed_methods import BASELINES, SPECSCOPE_PATHS, Case, Unavailable, specscope
+from decoding.models.kinds import BUILT_IN
 from decoding.run.config import DecodeConfig, parse_branching
 
 PROMPTS_FILE = Path(__file__).resolve().parents[2] / "assets" / "bench_prompts.json"
 QUICK = {"prompts": 2, "repeats": 2, "max_new_tokens": 12}
 PATHS = ("fast", "recorded", "recorded-lazy")  # the default --paths (recorded-eager is opt-in)
-BUILT_IN = ["embedded", "embedded-fast", "embedded-head", "head-lookup", "lookup", "toy"]
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -10,6 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from decoding.models.kinds import BUILT_IN
 from decoding.run.config import Branching, DecodeConfig, Sequences, parse_branching
 
 BENCHES = {
@@ -48,7 +49,7 @@ def _add_generate_flags(p: argparse.ArgumentParser) -> None:
     d = DecodeConfig()
     p.add_argument("--prompt", required=True, help="the prompt text")
     p.add_argument("--pair", default="embedded",
-                   choices=["embedded", "embedded-fast", "embedded-head", "lookup", "toy"],
+                   choices=BUILT_IN,
                    help="built-in model pair (ignored when --target is given)")
     p.add_argument("--target", default=None, help="target model: hub id or local folder")
     p.add_argument("--draft", default=None, help="draft model: hub id or local folder (needs --target)")

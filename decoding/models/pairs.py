@@ -40,12 +40,12 @@ from decoding.models.hfload import (
     resolve_spec,
 )
 from decoding.models.hybrid_draft import LookupFirstTreeLM
+from decoding.models.kinds import BUILT_IN, KINDS
 from decoding.models.packed_linear import use_packed_projection
 from decoding.models.treelm import HFTreeLM, TreeLM
 
-__all__ = ["KINDS", "ModelLoadError", "ModelPair", "load_pair"]
+__all__ = ["BUILT_IN", "KINDS", "ModelLoadError", "ModelPair", "load_pair"]
 
-KINDS = ("embedded", "embedded-fast", "embedded-head", "head-lookup", "lookup", "toy", "custom")
 Progress = Callable[[str], None]
 T = TypeVar("T")
 

@@ -16,8 +16,8 @@ from tests.served import opened, served
 
 pytestmark = pytest.mark.browser
 STATUS = "document.querySelector('#status')?.innerText"
-ALPHA_HOVER = re.compile(r"exact α = \d.* optimal for this law = \d")
-ALPHA_TITLE = re.compile(r"exact α \d.*\(optimal \d")
+ALPHA_HOVER = re.compile(r"(exact α = |α ≈ )\d.* optimal for this law = \d")
+ALPHA_TITLE = re.compile(r"(exact α = |α ≈ )\d.*\(optimal \d")
 
 
 @pytest.fixture(scope="module")
@@ -138,8 +138,9 @@ def test_stop_leaves_the_shown_step_with_its_theory(page):
     page.click("#run-btn")
     wait_status(page, "Step 3 of ", timeout_ms=180_000)
     page.click("#stop-btn")
-    page.wait_for_function("() => /exact α \\d/.test(document.querySelector('#node-plot .gtitle')?.textContent)",
-                           timeout=30_000)
+    page.wait_for_function(
+        "() => /(exact α = |α ≈ )\\d/.test(document.querySelector('#node-plot .gtitle')?.textContent)", timeout=30_000
+    )
     status = page.inner_text("#status")
     assert "running" in status and "⚠️" not in status, status
     alpha_shown(page)

@@ -64,6 +64,20 @@ def test_tree_hover_shows_p_q_threshold_and_uniform_of_the_parents_test():
     assert "not tested: its parent was not reached" in hover[4]
 
 
+def test_a_monte_carlo_alpha_reads_as_an_estimate_not_as_exact():
+    """Where no exact route exists (rrs_wor, k >= 3, large V) alpha is a Monte Carlo mean that may land above the
+    optimum by its noise: the hover and the node title must say "≈ ... (Monte Carlo)", never "exact"."""
+    step = fx.step_residual()
+    estimated = replace(step.visits[0], alpha_exact=0.0279, alpha_stderr=0.0011, alpha_optimal=0.0269)
+    step = replace(step, visits=(estimated, *step.visits[1:]))
+    fig = tree_figure.tree_figure(step)
+    hover = {row[0]: h for t in fig.data if t.customdata is not None
+             for row, h in zip(t.customdata, t.hovertext, strict=True)}
+    assert "α ≈ 0.0279 ± 0.0011 (Monte Carlo)" in hover[0] and "exact α" not in hover[0]
+    title = node_figure.node_figure(step, step.visits[0].node).layout.title.text
+    assert "α ≈ 0.0279 ± 0.0011 (Monte Carlo) (optimal 0.0269)" in title and "exact α" not in title
+
+
 # ---- text: whitespace and escaping ---------------------------------------------------------------
 def test_whitespace_and_control_characters_are_made_visible():
     assert visible(" world\n\tx\r") == "·world⏎→x␍"
