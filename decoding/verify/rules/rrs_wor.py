@@ -18,13 +18,13 @@ the fast path never writes them (16 fresh [V] rows per node were most of this ru
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
 import torch
 
-from decoding.verify.rules.common import Event, Final, Test, Update, final_residual, restricted
+from decoding.verify.rules.common import Event, Final, Rows, Test, Update, final_residual, restricted
 from decoding.verify.sampling import EPS_MASS
 from decoding.verify.verdict import LazyRow
 
@@ -32,23 +32,24 @@ from decoding.verify.verdict import LazyRow
 def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int], keep: bool = True) -> Iterator[Event]:
     """The residual target r = u / total (`_Residual`: u in one working buffer, updated in place) and the
     draft law d = base x scale (`_Undrawn`). keep=True yields an Update per rejected test whose rows are
-    LazyRows: the draft law rebuilt from q and the drawn tokens, the residual replayed from the log of the
-    chain's updates (`_Replay`). keep=False (how the entry's exact `conditional` runs it, entry._law_chain:
+    LazyRows (`_Shown`): the draft law rebuilt from q and the drawn tokens, the residual replayed from the
+    log of the chain's updates. keep=False (how the entry's exact `conditional` runs it, entry._law_chain:
     it reads only the thresholds and the final law) yields none. The thresholds are read off u and d as
     scalars with the very multiplies the rows are built with: a row read later agrees with its test."""
     r, d = _Residual(p), _Undrawn(q)  # r = p until the first update; d = q until the first draw
-    replay = _Replay(p) if keep else None
+    shown = _Shown(p, Rows(2 * len(xs), p))
     for i, x in enumerate(xs):
         yield _test(i, x, r.at(x) * (1.0 / r.total), d.at(x))
-        r.subtract(d.base, d.scale)  # the law x_i was drawn from, before removing x_i from it
+        total = r.subtract(d.base, d.scale)  # the law x_i was drawn from, before removing x_i from it
         r.freeze(x)
-        if keep:
-            replay.log.append((d.base, d.scale, x))
+        shown.log.append((d.base, d.scale, total, x))
         d.drop(xs[: i + 1])
-        if keep:  # the last row is the final law's: the working buffer itself, normalised
-            shown = LazyRow(partial(replay.row, i)) if i + 1 < len(xs) else LazyRow.built(r.normalised_())
-            yield Update(shown, draft=LazyRow(d.row()))
-    yield Final(final_residual(shown.get() if keep else r.normalised_(), p))  # [V] r after the last test
+        if keep and i + 1 < len(xs):
+            yield Update(LazyRow(partial(shown.residual, i)), draft=LazyRow(partial(shown.draft, *d.now())))
+    last = r.normalised_()  # [V] r after the last rejected test, over the working buffer (its last use)
+    if keep:  # the last shown row is the final law itself: nothing to replay
+        yield Update(LazyRow.built(last), draft=LazyRow(partial(shown.draft, *d.now())))
+    yield Final(final_residual(last, p))
 
 
 def _test(i: int, x: int, r_x: float, d_x: float) -> Test:
@@ -68,6 +69,7 @@ class _Undrawn:
 
     def __init__(self, q: torch.Tensor) -> None:
         self.q, self.base, self.scale = q, q, 1.0  # [V], [V]
+        self.q_np = q.numpy()  # [V] a view: scalar reads cost ~0.2 us there, ~2 us through torch
         self.drawn: set[int] = set()
         self.mass: float | None = None  # q's mass on the undrawn tokens (summed at the first draw)
 
@@ -75,7 +77,7 @@ class _Undrawn:
         """d(x), as the row holds it."""
         if self.base is not self.q:
             return float(self.base[x]) * self.scale
-        return (0.0 if x in self.drawn else float(self.q[x])) * self.scale
+        return (0.0 if x in self.drawn else float(self.q_np[x])) * self.scale
 
     def drop(self, drawn: Sequence[int]) -> None:
         """Remove the last of the tokens `drawn` (all drawn so far) from d."""
@@ -83,25 +85,16 @@ class _Undrawn:
         if self.mass is None:
             self.mass = float(self.q.sum())
         if x not in self.drawn:
-            self.mass -= float(self.q[x])
+            self.mass -= float(self.q_np[x])
             self.drawn.add(x)
         if self.mass > SAFE_MASS:
             self.scale = 1.0 / self.mass
         else:
             self.base, self.scale = restricted(self.q, drawn), 1.0
 
-    def row(self) -> Callable[[], torch.Tensor]:
-        """A builder of the current [V] d (for a LazyRow): q and a fallback base are never written into."""
-        if self.base is not self.q:
-            return partial(torch.mul, self.base, self.scale)
-        return partial(_undrawn_row, self.q, tuple(self.drawn), self.scale)
-
-
-def _undrawn_row(q: torch.Tensor, drawn: tuple[int, ...], scale: float) -> torch.Tensor:
-    """[V] q x scale with the drawn tokens zeroed (0 x scale = 0: zeroing after the multiply is the same)."""
-    out = torch.mul(q, scale)
-    out[list(drawn)] = 0.0
-    return out
+    def now(self) -> tuple[torch.Tensor, float, tuple[int, ...]]:
+        """(base, scale, drawn): what the current d's row is built from (none of it is written into later)."""
+        return self.base, self.scale, tuple(self.drawn)
 
 
 class _Residual:
@@ -114,30 +107,43 @@ class _Residual:
 
     def __init__(self, p: torch.Tensor) -> None:
         self.p, self.u, self.total = p, p, 1.0  # [V] u = p until the first update (then our own buffer)
+        self.u_np = p.numpy()  # [V] a view of u: scalar reads and writes ~10x cheaper than through torch
         self.frozen: dict[int, float] = {}  # drawn token -> u there since it was drawn
 
     def at(self, x: int) -> float:
-        return float(self.u[x])
+        return float(self.u_np[x])
 
-    def subtract(self, base: torch.Tensor, scale: float) -> None:
+    def subtract(self, base: torch.Tensor, scale: float) -> float:
         """u <- (u - d total)_+ with d = base x scale: with r = u / total, (r - d)_+ = (u - d total)_+ / total;
-        then its total."""
-        out = torch.empty_like(self.p) if self.u is self.p else self.u  # [V]
-        self.u = torch.sub(self.u, base, alpha=scale * self.total, out=out).clamp_(min=0.0)
-        if self.frozen:  # scalar numpy writes: ~0.1 us each (torch's setitem ~3, index_put ~30)
-            u = self.u.numpy()
-            for x, value in self.frozen.items():
-                u[x] = value
+        then its total. Returns the sum it settled on (a replay settles on it without summing again)."""
+        self.update(base, scale)
         total = float(self.u.sum())
+        self.settle(total)
+        return total
+
+    def update(self, base: torch.Tensor, scale: float) -> None:
+        """u <- (u - base x scale x total)_+, the drawn tokens written back."""
+        if self.u is self.p:  # the first update: our working buffer
+            out = torch.empty_like(self.p)  # [V]
+            self.u_np = out.numpy()
+        else:
+            out = self.u
+        self.u = torch.sub(self.u, base, alpha=scale * self.total, out=out).clamp_(min=0.0)
+        for x, value in self.frozen.items():  # scalar numpy writes: ~0.1 us each (index_put ~30)
+            self.u_np[x] = value
+
+    def settle(self, total: float) -> None:
+        """Take u's sum as the new total, or, when r kept no more than EPS_MASS, zeros from now on (nothing
+        frozen either) and total 1."""
         if total / self.total > EPS_MASS:
             self.total = total
-        else:  # no mass left: zeros from now on (nothing frozen either)
+        else:
             self.u.zero_()
             self.total, self.frozen = 1.0, {}
 
     def freeze(self, x: int) -> None:
         """x was just drawn: d is 0 there from now on, so u(x) stays as it is."""
-        self.frozen.setdefault(x, float(self.u[x]))
+        self.frozen.setdefault(x, float(self.u_np[x]))
 
     def normalised_(self) -> torch.Tensor:
         """[V] the current r, written over the working buffer: the chain's last use of it."""
@@ -145,25 +151,35 @@ class _Residual:
 
 
 @dataclass
-class _Replay:
-    """The shown residual rows of one chain, rebuilt on demand: row i replays the chain's updates 0..i
-    (`log[j]` = (base, scale, x): the draft law subtracted at update j and the token drawn) on a private
-    `_Residual`, so it is bit for bit the u the chain tested with. Rows read in order cost one update each
-    (the replay goes on from the last row built); an earlier row restarts it. The log only grows: entries
-    0..i, all that row i reads, never change (p, q and a fallback base are never written into)."""
+class _Shown:
+    """The shown rows of one chain, built on demand into one `Rows` block (allocated at the first read).
+    Residual row i replays the chain's updates 0..i (`log[j]` = (base, scale, total, x): the draft law
+    subtracted at update j, the sum the chain settled on, the token drawn) on a private `_Residual`, so it
+    is bit for bit the u the chain tested with; rows read in order cost one update each (the replay goes
+    on from the last row built), an earlier row restarts it. The log only grows: entries 0..i, all that
+    row i reads, never change (p, q and a fallback base are never written into)."""
 
     p: torch.Tensor  # [V]
-    log: list[tuple[torch.Tensor, float, int]] = field(default_factory=list)
+    rows: Rows
+    log: list[tuple[torch.Tensor, float, float, int]] = field(default_factory=list)
     _r: _Residual | None = None
     _done: int = 0  # updates replayed into _r
 
-    def row(self, i: int) -> torch.Tensor:
-        """[V] r after the chain's update i (a fresh tensor)."""
+    def residual(self, i: int) -> torch.Tensor:
+        """[V] r after the chain's update i."""
         if self._r is None or self._done > i + 1:
             self._r, self._done = _Residual(self.p), 0
         while self._done <= i:
-            base, scale, x = self.log[self._done]
-            self._r.subtract(base, scale)
+            base, scale, total, x = self.log[self._done]
+            self._r.update(base, scale)
+            self._r.settle(total)
             self._r.freeze(x)
             self._done += 1
-        return torch.mul(self._r.u, 1.0 / self._r.total)
+        return torch.mul(self._r.u, 1.0 / self._r.total, out=self.rows.take())
+
+    def draft(self, base: torch.Tensor, scale: float, drawn: tuple[int, ...]) -> torch.Tensor:
+        """[V] d = base x scale, zero at the drawn tokens (base = q: 0 x scale = 0, so zeroing after the
+        multiply gives the same row; a fallback base is zero there already)."""
+        out = torch.mul(base, scale, out=self.rows.take())
+        out.numpy()[list(drawn)] = 0.0
+        return out

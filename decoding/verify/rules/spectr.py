@@ -173,8 +173,10 @@ def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int], rho: float | None
     """K-SEQ at rho (default: rho*). rho < rho* is NOT lossless; the broken-variant tests pass one."""
     k = len(xs)
     rho, damped = _root(p, q, k) if rho is None else (rho, None)
+    label, p_np, q_np = f"p(x)/(rho q(x)), rho={rho:.6g}", p.numpy(), q.numpy()  # numpy: ~10x cheaper reads
     for i, x in enumerate(xs):
-        yield Test(i, x, float(p[x]), rho * float(q[x]), f"p(x)/(rho q(x)), rho={rho:.6g}", note=skip_note(i, x, q))
+        q_x = float(q_np[x])
+        yield Test(i, x, float(p_np[x]), rho * q_x, label, note="" if q_x > 0 else skip_note(i, x, q))
     yield Final(kseq_residual(p, q, rho, k, damped))
 
 
