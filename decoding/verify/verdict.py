@@ -2,13 +2,51 @@
 
 These are the in-memory types of the token-level library (they may hold [V] tensors).
 `records.py` turns them into plain, JSON-ready data for the viz.
+
+A ResidualUpdate's rows may be built on first read (`LazyRow`): `update.residual` / `update.draft` read
+as [V] tensors either way. Why: a chain shows a residual (and a draft law) per rejected test, but only a
+recording run (or a test) ever looks at them; writing 16 fresh [V] rows per node cost rrs_wor most of its
+time. A rule that defers a row must build it from data nobody mutates afterwards (its own snapshots, and
+the node's p and q rows, which callers never write into once verified), so the row built later is
+exactly the row it would have built at the time.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
+
+
+class LazyRow:
+    """A [V] row built by `build()` on the first `get()`, then kept (later reads return the same tensor)."""
+
+    __slots__ = ("_build", "_row")
+
+    def __init__(self, build: Callable[[], torch.Tensor]) -> None:
+        self._build: Callable[[], torch.Tensor] | None = build
+        self._row: torch.Tensor | None = None
+
+    @classmethod
+    def built(cls, row: torch.Tensor) -> LazyRow:
+        """A row that is already there (e.g. shared with the verdict's final residual)."""
+        lazy = cls(lambda: row)
+        lazy._row, lazy._build = row, None
+        return lazy
+
+    def get(self) -> torch.Tensor:
+        if self._row is None:
+            self._row, self._build = self._build(), None  # drop the builder: it may hold snapshots
+        return self._row
+
+
+Row = torch.Tensor | LazyRow  # [V]
+
+
+def read_row(row: Row | None) -> torch.Tensor | None:
+    """The [V] tensor of a row, building a lazy one now."""
+    return row.get() if isinstance(row, LazyRow) else row
 
 
 @dataclass(frozen=True)
@@ -27,12 +65,22 @@ class AcceptTest:
 
 @dataclass(frozen=True)
 class ResidualUpdate:
-    """The residual (and, without replacement, the draft law) after a rejected test."""
+    """The residual (and, without replacement, the draft law) after a rejected test.
+
+    Read them as `residual` / `draft` ([V] tensors); the fields hold a tensor or a `LazyRow`."""
 
     after_test: int  # index into NodeVerdict.tests
-    residual: torch.Tensor  # [V] float64, normalised (all zero only if it holds no mass)
-    draft: torch.Tensor | None = None  # [V] float64: current d for without-replacement laws
+    residual_row: Row  # [V] float64, normalised (all zero only if it holds no mass)
+    draft_row: Row | None = None  # [V] float64: current d for without-replacement laws
     note: str = ""
+
+    @property
+    def residual(self) -> torch.Tensor:
+        return read_row(self.residual_row)
+
+    @property
+    def draft(self) -> torch.Tensor | None:
+        return read_row(self.draft_row)
 
 
 @dataclass(frozen=True)
@@ -43,7 +91,9 @@ class NodeVerdict:
     token: the emitted token (the accepted candidate's token, or the residual sample).
     via_residual: True when a residual sample equal to a candidate counts as accepting it
         (hu_greedy); then `accepted` is that candidate's index.
-    residual: [V] the law the residual token was drawn from (None if a candidate was accepted by test).
+    residual: [V] the law the residual token was drawn from (None if a candidate was accepted by test, or when the
+        rule drew the token without building that law: khisti_is draws it by rejection from p; its last update
+        then holds the law as a LazyRow, built if read).
     """
 
     accepted: int | None

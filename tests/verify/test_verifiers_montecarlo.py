@@ -64,7 +64,8 @@ def check_verdict(verdict, xs: list[int]) -> None:
         assert verdict.tests[-1].passed and verdict.tests[-1].candidate == verdict.accepted
     else:
         assert not any(t.passed for t in verdict.tests)
-        assert verdict.residual is not None and float(verdict.residual[verdict.token]) > 0
+        law = verdict.residual if verdict.residual is not None else verdict.updates[-1].residual  # khisti_is: lazy
+        assert float(law[verdict.token]) > 0
 
 
 @pytest.mark.parametrize("key", node_level_keys())

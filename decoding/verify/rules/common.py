@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from decoding.verify.sampling import EPS_MASS, draw, normalise, uniform
-from decoding.verify.verdict import AcceptTest, NodeVerdict, ResidualUpdate
+from decoding.verify.verdict import AcceptTest, LazyRow, NodeVerdict, ResidualUpdate, Row, read_row
 
 NO_UNIFORM = 1.0  # shown as the "uniform" of a deterministic test (no draw)
 
@@ -53,16 +53,16 @@ class Test:
 
 @dataclass(frozen=True)
 class Update:
-    residual: torch.Tensor  # [V] normalised residual after the rejected test (zeros if it holds no mass)
-    draft: torch.Tensor | None = None  # [V] current draft law d (without-replacement rules)
+    residual: Row  # [V] normalised residual after the rejected test (zeros if it holds no mass); maybe lazy
+    draft: Row | None = None  # [V] current draft law d (without-replacement rules); maybe lazy
     note: str = ""
 
 
 @dataclass(frozen=True)
 class Final:
-    residual: torch.Tensor  # [V] law of the emitted token when all tests failed; must hold mass
+    residual: Row  # [V] law of the emitted token when all tests failed; must hold mass; maybe lazy
     hits: tuple[int, ...] = ()  # candidates that a residual sample equal to them accepts (hu_greedy)
-    token: int | None = None  # deterministic emission (lossy rules): no draw
+    token: int | None = None  # the emission when already decided (lossy rules) or drawn (khisti_is): no draw
 
 
 Event = Test | Update | Final
@@ -159,7 +159,7 @@ class Rows:
     so every row must be new memory. Allocated one by one, each [V] float64 row (393 kB at V = 49152)
     is a separate large allocation; where the allocator hands freed memory back to the system (a fresh
     process such as `bench verifiers`), its pages fault in afresh per node, which cost more than the
-    arithmetic (rrs_wor, V = 49152: ~0.1-0.2 ms per row against ~0.03 ms). One block per node is one
+    arithmetic (V = 49152: ~0.1-0.2 ms per row against ~0.03 ms). One block per node is one
     allocation (large enough for huge pages); untouched rows cost nothing. Where freed memory is kept
     (a warm process) both ways cost the same. Rows beyond `count` fall back to separate tensors. A row
     is a view: it keeps the whole block alive while any row lives.
@@ -241,14 +241,18 @@ def _decide(test: Test, generator: torch.Generator) -> AcceptTest:
 
 
 def _emit(final: Final, xs, tests, updates, notes, generator) -> NodeVerdict:
-    token = final.token if final.token is not None else draw(final.residual, generator)
+    if final.token is not None:  # decided or already drawn: a lazy law stays unbuilt (the verdict then has none)
+        token, residual = final.token, None if isinstance(final.residual, LazyRow) else final.residual
+    else:
+        residual = read_row(final.residual)  # [V]
+        token = draw(residual, generator)
     hit = next((i for i in final.hits if xs[i] == token), None)
     return NodeVerdict(
         accepted=hit,
         token=token,
         tests=tuple(tests),
         updates=tuple(updates),
-        residual=final.residual,
+        residual=residual,
         via_residual=hit is not None,
         notes=tuple(notes),
     )
@@ -273,7 +277,7 @@ def chain_law(events: Iterable[Event], xs: Sequence[int], size: int) -> tuple[to
 
 
 def _final_law(final: Final, xs, accept: torch.Tensor, stay: float) -> tuple[torch.Tensor, torch.Tensor]:
-    residual = final.residual  # [V]
+    residual = read_row(final.residual)  # [V]
     if not final.hits:
         return accept, residual
     first = {}  # token -> first hit-eligible candidate index with that token

@@ -37,22 +37,31 @@ from decoding.verify.rules.common import Event, Final, Test, Update, normalised_
 from decoding.verify.rules.khisti_fit import W_LO, Fit
 from decoding.verify.rules.node_cache import NodeCache
 from decoding.verify.sampling import draw
-from decoding.verify.verdict import NodeVerdict
+from decoding.verify.verdict import LazyRow, NodeVerdict
 
 ENUMERATION_LIMIT = 20_000  # tuples
 
 
 def sir_weights(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
-    """[V] importance weights w = p/q on supp q (0 elsewhere and below W_LO), capped to stay finite.
+    """[V] importance weights w = p/q on supp q (0 elsewhere and below W_LO), capped to stay finite."""
+    return weights_and_range(p, q)[0]
+
+
+Extremes = tuple[float, float]  # the least and the largest weight
+
+
+def weights_and_range(p: torch.Tensor, q: torch.Tensor) -> tuple[torch.Tensor, Extremes | None]:
+    """sir_weights, and (least, largest) weight when every ratio was finite and above W_LO (None otherwise):
+    then every q and p is > 0, so the support is the whole vocabulary and the fit needs no second range pass.
     p/0 (inf or nan) is 0 off the support, as is a ratio that overflows (q < 1e-308). One aminmax pass
     settles the usual case (every ratio finite, above W_LO and below the cap: a NaN fails the test) without
     the three fixing passes."""
     w = torch.div(p, q)  # [V] our own tensor from here on
     lo, hi = (float(v) for v in torch.aminmax(w))
     if lo > W_LO and hi <= 1e300:
-        return w
+        return w, (lo, hi)
     w.nan_to_num_(nan=0.0, posinf=0.0)
-    return torch.nn.functional.threshold_(w, W_LO, 0.0).clamp_(max=1e300)  # w <= W_LO counts as 0
+    return torch.nn.functional.threshold_(w, W_LO, 0.0).clamp_(max=1e300), None  # w <= W_LO counts as 0
 
 
 def selection(weights: torch.Tensor) -> torch.Tensor:
@@ -78,16 +87,20 @@ class InducedLaw:
     per-bin coefficients are fitted once and then evaluated at one token (the accept test) or at
     every token (only when the residual is needed)."""
 
-    def __init__(self, q: torch.Tensor, w: torch.Tensor, k: int, method: str = "auto") -> None:
+    def __init__(
+        self, q: torch.Tensor, w: torch.Tensor, k: int, method: str = "auto", extremes: Extremes | None = None
+    ) -> None:
+        """extremes: w's (least, largest) when all weights are positive (weights_and_range), to skip two [V] scans."""
         self.q, self.w, self.k = q, w, k
         self._full: torch.Tensor | None = None
         self._fit: Fit | None = None
+        support = q.shape[0] if extremes is not None else None  # every weight > 0: q > 0 everywhere
         if k == 1:
             self._full = q.clone()
-        elif method == "enumerate" or (method == "auto" and int(torch.count_nonzero(q)) ** k <= ENUMERATION_LIMIT):
+        elif method == "enumerate" or (method == "auto" and _support(q, support) ** k <= ENUMERATION_LIMIT):
             self._full = _enumerated_law(q, w, k)
         else:
-            self._fit = Fit.of(q, w, k)
+            self._fit = Fit.of(q, w, k, extremes)
 
     def at(self, token: int) -> float:
         """r at one token: from the fit whenever there is one (the same number before and after full())."""
@@ -105,6 +118,10 @@ class InducedLaw:
         if self._full is not None:
             return torch.sub(p, self._full).clamp_(min=0.0)
         return self._fit.positive_part(p, self.q, self.w)
+
+
+def _support(q: torch.Tensor, known: int | None) -> int:
+    return known if known is not None else int(torch.count_nonzero(q))
 
 
 def _enumerated_law(q: torch.Tensor, w: torch.Tensor, k: int) -> torch.Tensor:
@@ -155,11 +172,13 @@ def _sd_test(p: torch.Tensor, xs: Sequence[int], chosen: int, law: InducedLaw) -
     return Test(chosen, y, float(p[y]), r_y, "p(y)/r_beta(y)", note=note)
 
 
-def _chain(p: torch.Tensor, xs: Sequence[int], chosen: int, node: _Node) -> Iterator[Event]:
+def _chain(p: torch.Tensor, xs: Sequence[int], chosen: int, node: _Node, generator: torch.Generator) -> Iterator[Event]:
+    """The test, then (rejected) the residual as a lazy row and the token drawn by rejection from p (or, after its
+    misses, from the built residual): the [V] residual is built only if a view reads it or the draw needs it."""
     yield _sd_test(p, xs, chosen, node.law)
-    r = node.residual()  # [V] SD residual against the induced law
-    yield Update(r)
-    yield Final(r)
+    row = LazyRow(node.residual)  # [V] SD residual against the induced law, on first read
+    yield Update(row)
+    yield Final(row, token=residual_token(node.p, node.law, generator))
 
 
 class _Node:
@@ -168,8 +187,8 @@ class _Node:
 
     def __init__(self, p: torch.Tensor, q: torch.Tensor, k: int) -> None:
         self.p, self.q = p, q
-        self.w = sir_weights(p, q)  # [V]
-        self.law = InducedLaw(q, self.w, k)
+        self.w, extremes = weights_and_range(p, q)  # [V]
+        self.law = InducedLaw(q, self.w, k, extremes=extremes)
         self._residual: torch.Tensor | None = None
 
     def residual(self) -> torch.Tensor:
@@ -201,7 +220,7 @@ def verify(
     node, xs = _node(p, q, candidates, cache)
     beta = selection(node.w[xs])  # [k]
     chosen = draw(beta, generator)
-    verdict = run_chain(_chain(node.p, xs, chosen, node), xs, generator)
+    verdict = run_chain(_chain(node.p, xs, chosen, node, generator), xs, generator)
     note = f"SIR selected candidate {chosen} (token {xs[chosen]}) with probability {float(beta[chosen]):.6g}"
     return replace(verdict, notes=(note,) + verdict.notes)
 
