@@ -23,8 +23,11 @@ Session 8: the head retrained on more of the target's answers (280k tokens from 
 greedy answers accepts .426 / .449 by depth vs the previous head's .392 / .403 (1.62 vs 1.55 tokens per step);
 T = 0.8 teacher-forced sum min(p, q) .433 / .391 vs .405 / .363. On the 4-prompt bench the two heads tie
 (`--pair embedded-head --configs sd:1,1 --temperatures 0,0.8 --paths recorded --prompts 4 --repeats 1 --threads 2`:
-exact E[tokens/step] 1.55 / 1.75 vs 1.54 / 1.74, T = 0 / 0.8). Speed of the shipped configuration: see the issue
-note's table (same command as session 7's first line).
+exact E[tokens/step] 1.55 / 1.75 vs 1.54 / 1.74, T = 0 / 0.8). Speed with the shipped head, x generate() (idle VM,
+`--pair embedded --configs sd:1,1 rrs_wor:3,2,2 --temperatures 0,0.8 --paths fast,recorded --also-pairs
+embedded-head lookup --prompts 4 --repeats 2 --threads 2`): embedded-head sd 1,1 1.23x [1.08-1.94] / 1.27x
+[0.85-1.66] (T = 0 / 0.8); lookup sd 1,1 1.19x / 1.10x; the embedded pair's sd 1,1 1.07x / 1.05x; target alone
+1.11x / 1.08x; transformers' assisted generation 0.78x / 0.60x.
 
 Session 6 (idle 2-core CPU, 2026-11-24): prompt lookup drafts only where the context's last 3 or 2
 tokens occurred before (lookup.py; a 1-gram match guessed the target's next token 6-26 % of the time,
