@@ -12,9 +12,10 @@ Computing r (no Monte Carlo):
 - otherwise a 1-D integral over a per-bin polynomial fit (rules/khisti_fit.py), done once per node.
   Checked against enumeration and against the direct V x T quadrature in tests/verify/test_verifiers_khisti.py
   (agreement ~1e-13; the total of r, exactly 1 for the true law, is 1 within 1e-12). The accept test
-  evaluates r at the selected token only (in Python floats, rounding exactly as the full law's separate
-  multiplies and adds do: the same number bit for bit); the residual norm((p - r)_+) is built only when
-  needed, and only on the tokens with w above w* (the only ones where p > r), not as a full [V] law.
+  evaluates r at the selected token only (its bin's coefficients summed directly, in Python floats: the full
+  law's number to ~2e-14 q); verify draws the residual token by rejection from p (`residual_token`), so the
+  residual norm((p - r)_+) is built only when a view reads it (a LazyRow) or the draw misses 16 times, and
+  then only on the tokens with w above w* (the only ones where p > r), not as a full [V] law.
 
 Conventions, applied identically by the selection and by both law computations (so they define a
 slightly different, equally lossless selection rule rather than an approximation):
@@ -148,7 +149,7 @@ TRIES = 16  # proposals of `residual_token` before its caller builds the residua
 
 def residual_token(p: torch.Tensor, law: InducedLaw, generator: torch.Generator, tries: int = TRIES) -> int | None:
     """A token drawn from norm((p - r)_+) without building that [V] law: propose x ~ p, keep it with probability
-    (p(x) - r(x))_+ / p(x), r(x) = law.at(x) (the very number the full law holds); None after `tries` misses.
+    (p(x) - r(x))_+ / p(x), r(x) = law.at(x) (the number the accept test reads); None after `tries` misses.
 
     Exact: a kept proposal has the residual law ((p - r)_+(x) / (1 - alpha) each time), and the caller, after
     the misses, draws from the built residual: a mixture of one law. Expected proposals 1 / sum (p - r)_+, one
