@@ -95,7 +95,8 @@ class Fit:
 
     def column(self, b: int) -> list[float]:
         """Bin b's [TERMS] coefficients by the direct sum over the quadrature's nodes (T products per term, no
-        FFT): equal to coeff's column up to rounding (~1e-16 relative; the quadrature itself is good to ~1e-13)."""
+        FFT): coeff's column up to the two summations' rounding (r differs by <= 2e-14 q; the quadrature itself
+        is good to ~1e-13)."""
         if b not in self._columns:
             self._columns[b] = _direct_column(self.nodes, b)
         return self._columns[b]
@@ -129,8 +130,8 @@ class Fit:
 
     def at(self, q: torch.Tensor, w: torch.Tensor, token: int) -> float:
         """r at one token, in Python floats (no tensor ops to dispatch): _horner's operations in its order on
-        the bin's directly summed column, so the number is full_law's up to the columns' rounding (~1e-16
-        relative), and the same whether or not the full law was built before (the accept test and the
+        the bin's directly summed column, so the number is full_law's up to the columns' rounding (<= 2e-14 q,
+        tested), and the same whether or not the full law was built before (the accept test and the
         rejection-drawn residual token read r here, the shown residual row from full_law)."""
         w_y, q_y = float(w[token]), float(q[token])
         if self.placed is None or w_y == 0 or w_y > W_HI:
