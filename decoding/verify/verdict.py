@@ -9,58 +9,89 @@ recording run (or a test) ever looks at them; writing 16 fresh [V] rows per node
 time. A rule that defers a row must build it from data nobody mutates afterwards (its own snapshots, and
 the node's p and q rows, which callers never write into once verified), so the row built later is
 exactly the row it would have built at the time.
+
+An AcceptTest's denominator may be deferred the same way (`Lazy`): khisti_is decides most tests from two
+bounds on its induced law r(y), and computes the exact r(y) (its costliest number) only when the bounds
+straddle the uniform or a view reads `test.denominator`. The decision is the one the exact number gives.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 import torch
 
+T = TypeVar("T")
 
-class LazyRow:
-    """A [V] row built by `build()` on the first `get()`, then kept (later reads return the same tensor)."""
 
-    __slots__ = ("_build", "_row")
+class Lazy(Generic[T]):
+    """A value (a [V] row, a test's denominator) built by `build()` on the first `get()`, then kept (later reads
+    return the same object)."""
 
-    def __init__(self, build: Callable[[], torch.Tensor]) -> None:
-        self._build: Callable[[], torch.Tensor] | None = build
-        self._row: torch.Tensor | None = None
+    __slots__ = ("_build", "_value")
+
+    def __init__(self, build: Callable[[], T]) -> None:
+        self._build: Callable[[], T] | None = build
+        self._value: T | None = None
 
     @classmethod
-    def built(cls, row: torch.Tensor) -> LazyRow:
-        """A row that is already there (e.g. shared with the verdict's final residual)."""
-        lazy = cls(lambda: row)
-        lazy._row, lazy._build = row, None
+    def built(cls, value: T) -> Lazy[T]:
+        """A value that is already there (e.g. a row shared with the verdict's final residual)."""
+        lazy = cls(lambda: value)
+        lazy._value, lazy._build = value, None
         return lazy
 
-    def get(self) -> torch.Tensor:
-        if self._row is None:
-            self._row, self._build = self._build(), None  # drop the builder: it may hold snapshots
-        return self._row
+    def get(self) -> T:
+        if self._build is not None:
+            self._value, self._build = self._build(), None  # drop the builder: it may hold snapshots
+        return self._value
 
 
-Row = torch.Tensor | LazyRow  # [V]
+LazyRow = Lazy  # a Lazy holding a [V] row
+Row = torch.Tensor | Lazy  # [V]
+Number = float | Lazy  # a float, maybe built on first read
 
 
 def read_row(row: Row | None) -> torch.Tensor | None:
     """The [V] tensor of a row, building a lazy one now."""
-    return row.get() if isinstance(row, LazyRow) else row
+    return row.get() if isinstance(row, Lazy) else row
+
+
+def read_number(number: Number) -> float:
+    """The float of a number, building a lazy one now."""
+    return number.get() if isinstance(number, Lazy) else number
+
+
+def threshold_of(numerator: float, denominator: float) -> float:
+    """min(1, numerator / denominator) clipped at 0; 0 when the denominator is <= 0 (a skipped test)."""
+    if not denominator > 0:
+        return 0.0
+    return min(1.0, max(0.0, numerator / denominator))
 
 
 @dataclass(frozen=True)
 class AcceptTest:
-    """One accept/reject test: passed iff uniform <= threshold = min(1, numerator / denominator)."""
+    """One accept/reject test: passed iff uniform <= threshold = min(1, numerator / denominator).
+
+    Read `denominator` and `threshold` as floats; the field holds a float or a `Lazy` (built on first read)."""
 
     candidate: int  # index into the candidate tuple (draw order); -1 for a test on no candidate
     token: int
     numerator: float
-    denominator: float
-    threshold: float
+    denominator_value: Number
     uniform: float
     passed: bool
     label: str = ""  # what the numerator/denominator are, e.g. "r(x)/d(x)", "p(x)/(rho q(x))"
+
+    @property
+    def denominator(self) -> float:
+        return read_number(self.denominator_value)
+
+    @property
+    def threshold(self) -> float:
+        return threshold_of(self.numerator, self.denominator)
 
 
 @dataclass(frozen=True)

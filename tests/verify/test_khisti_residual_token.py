@@ -62,7 +62,7 @@ CASES = {
 def test_the_drawn_token_has_the_built_residuals_law(case):
     laws, k, route = CASES[case]
     node = _node(*laws(), k)
-    assert (node.law._fit is not None) == (route == "integral")  # the route the case is named after
+    assert (node.law._binned is not None) == (route == "integral")  # the route the case is named after
     alpha = float(torch.minimum(node.p, node.law.full()).sum())
     assert 0.05 < alpha < 0.95  # a residual worth sampling, and proposals that are kept and that miss
     freq, misses = _frequencies(node, khisti_is.residual_token, seed=7)

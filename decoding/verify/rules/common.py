@@ -18,30 +18,55 @@ from dataclasses import dataclass
 import torch
 
 from decoding.verify.sampling import EPS_MASS, draw, normalise, uniform
-from decoding.verify.verdict import AcceptTest, LazyRow, NodeVerdict, ResidualUpdate, Row, read_row
+from decoding.verify.verdict import (
+    AcceptTest,
+    Lazy,
+    NodeVerdict,
+    Number,
+    ResidualUpdate,
+    Row,
+    read_number,
+    read_row,
+    threshold_of,
+)
 
 NO_UNIFORM = 1.0  # shown as the "uniform" of a deterministic test (no draw)
 
 
 @dataclass(frozen=True)
 class Test:
-    """A planned accept test. A denominator <= 0 (e.g. q(x) = 0) means the test is skipped: threshold 0."""
+    """A planned accept test. A denominator <= 0 (e.g. q(x) = 0) means the test is skipped: threshold 0.
+
+    A costly denominator may be a `Lazy` with a `bracket` (lo, hi), 0 < lo <= denominator <= hi: the run then
+    decides from the bracket whenever the uniform is clear of both ends (the exact number's decision, since the
+    threshold is monotone in the denominator, rounding included), and builds the number only otherwise."""
 
     __test__ = False  # not a pytest test class
 
     candidate: int
     token: int
     numerator: float
-    denominator: float
+    denominator: Number
     label: str
     outcome: bool | None = None  # lossy rules decide deterministically: no uniform drawn
     note: str = ""
+    bracket: tuple[float, float] | None = None  # bounds on a lazy denominator
 
     @property
     def threshold(self) -> float:
-        if not self.denominator > 0:
-            return 0.0
-        return min(1.0, max(0.0, self.numerator / self.denominator))
+        return threshold_of(self.numerator, read_number(self.denominator))
+
+    def passes(self, u: float) -> bool:
+        """Whether uniform u passes: threshold > 0 and u <= threshold, from the bracket when it settles it."""
+        if self.bracket is not None:
+            lo, hi = self.bracket
+            surely, at_most = threshold_of(self.numerator, hi), threshold_of(self.numerator, lo)
+            if 0 < surely and u <= surely:
+                return True
+            if lo > 0 and u > at_most:
+                return False
+        threshold = self.threshold
+        return threshold > 0 and u <= threshold
 
     @property
     def probability(self) -> float:
@@ -231,18 +256,17 @@ def run_chain(events: Iterable[Event], xs: Sequence[int], generator: torch.Gener
 
 
 def _decide(test: Test, generator: torch.Generator) -> AcceptTest:
-    threshold = test.threshold
     if test.outcome is not None:
         u, passed = NO_UNIFORM, test.outcome
     else:
         u = uniform(generator)
-        passed = threshold > 0 and u <= threshold  # threshold 0 (skipped test) never passes
-    return AcceptTest(test.candidate, test.token, test.numerator, test.denominator, threshold, u, passed, test.label)
+        passed = test.passes(u)  # threshold 0 (skipped test) never passes
+    return AcceptTest(test.candidate, test.token, test.numerator, test.denominator, u, passed, test.label)
 
 
 def _emit(final: Final, xs, tests, updates, notes, generator) -> NodeVerdict:
     if final.token is not None:  # decided or already drawn: a lazy law stays unbuilt (the verdict then has none)
-        token, residual = final.token, None if isinstance(final.residual, LazyRow) else final.residual
+        token, residual = final.token, None if isinstance(final.residual, Lazy) else final.residual
     else:
         residual = read_row(final.residual)  # [V]
         token = draw(residual, generator)

@@ -57,6 +57,30 @@ class Placement(NamedTuple):
     m_lo: int  # lattice index of bin 0: its centre is e^{BIN (m_lo + 1/2)}
 
 
+class Binned(NamedTuple):
+    """Every token's log-weight bin and each bin's q-mass: the fit's first pass, all the bracket needs."""
+
+    special: torch.Tensor  # [s] token ids with weight 0 or above W_HI
+    b: torch.Tensor  # [V] int64 bin index (scatter_add_ takes int64); the special tokens sit in the extra bin `bins`
+    b32: torch.Tensor  # [V] the same as int32 (int32 indices gather ~1.6x faster)
+    m_lo: int  # lattice index of bin 0: its centre is e^{BIN (m_lo + 1/2)}
+    bins: int  # 0 when every token is special
+    z: float  # q-mass of the weight-0 tokens
+    mass: torch.Tensor  # [bins] q-mass per bin: the fit's 0th moments
+
+
+def bin_tokens(q: torch.Tensor, w: torch.Tensor, extremes: tuple[float, float] | None = None) -> Binned:
+    """Place every token in its log-weight bin and sum q per bin (extremes: see Fit.of)."""
+    special, lo, hi = _special(w, extremes)  # [s]
+    z = float(q[special][w[special] == 0].sum()) if special.numel() else 0.0
+    if special.numel() == w.numel():
+        none = torch.zeros(0, dtype=torch.float64)
+        return Binned(special, none.long(), none.int(), 0, 0, z, none)
+    m_lo, bins, b = _bin_index(w, special, lo, hi)
+    mass = torch.zeros(bins + 1, dtype=torch.float64).scatter_add_(0, b, q)[:bins]  # cheaper than bincount
+    return Binned(special, b, b.to(torch.int32), m_lo, bins, z, mass)
+
+
 class Fit:
     """E[a/(a+S)] as a polynomial in sigma = a/c - 1 around each log-weight bin centre c.
 
@@ -74,15 +98,17 @@ class Fit:
     @staticmethod
     def of(q: torch.Tensor, w: torch.Tensor, k: int, extremes: tuple[float, float] | None = None) -> Fit:
         """extremes: w's (least, largest) when the caller knows every weight is positive (saves a [V] pass)."""
-        special, lo, hi = _special(w, extremes)  # [s]
-        z = float(q[special][w[special] == 0].sum()) if special.numel() else 0.0  # q-mass of the weight-0 tokens
-        if special.numel() == w.numel():
-            return Fit(k, z ** (k - 1), None, None)
-        m_lo, bins, b = _bin_index(w, special, lo, hi)
-        b32 = b.to(torch.int32)  # [V] for the gathers (int32 indices gather ~1.6x faster; scatter_add_ takes int64)
-        sigma = _offsets(w, b32, m_lo, bins)  # [V]
-        moments = _bin_moments(q, sigma, b, bins)  # [TERMS, bins]
-        return Fit(k, z ** (k - 1), Placement(special, b32, sigma, m_lo), _node_weights(moments, z, k, bins))
+        return Fit.fitted(q, w, k, bin_tokens(q, w, extremes))
+
+    @staticmethod
+    def fitted(q: torch.Tensor, w: torch.Tensor, k: int, binned: Binned) -> Fit:
+        """The fit on tokens already binned (`bin_tokens`: the bracket needs only that pass)."""
+        if binned.bins == 0:
+            return Fit(k, binned.z ** (k - 1), None, None)
+        sigma = _offsets(w, binned.b32, binned.m_lo, binned.bins)  # [V]
+        moments = _bin_moments(q, sigma, binned.b, binned.mass)  # [TERMS, bins]
+        nodes = node_weights(moments, binned.z, k, binned.bins)
+        return Fit(k, binned.z ** (k - 1), Placement(binned.special, binned.b32, sigma, binned.m_lo), nodes)
 
     @property
     def coeff(self) -> torch.Tensor:
@@ -98,7 +124,7 @@ class Fit:
         FFT): coeff's column up to the two summations' rounding (r differs by <= 2e-14 q; the quadrature itself
         is good to ~1e-13)."""
         if b not in self._columns:
-            self._columns[b] = _direct_column(self.nodes, b)
+            self._columns[b] = direct_column(self.nodes, b)
         return self._columns[b]
 
     def full_law(self, q: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -135,7 +161,7 @@ class Fit:
         rejection-drawn residual token read r here, the shown residual row from full_law)."""
         w_y, q_y = float(w[token]), float(q[token])
         if self.placed is None or w_y == 0 or w_y > W_HI:
-            return q_y * (self.g_inf if w_y == 0 else float(self.k))
+            return special_at(q_y, w_y, self.k, self.g_inf)
         column = self.column(int(self.placed.b[token]))  # [TERMS]
         sigma = float(self.placed.sigma[token])
         poly = column[-1]
@@ -168,6 +194,11 @@ class Fit:
         surplus = edges.mul_(1.0 + EDGE).sub_(poly.mul_(self.k * (1.0 + EDGE)).add_(self.k * self.g_inf))  # (p - r)/q
         above = torch.nonzero(surplus > 0)
         return max(int(above[0]) - 1, 0) if above.numel() else 0
+
+
+def special_at(q_y: float, w_y: float, k: int, g_inf: float) -> float:
+    """r at a token of weight 0 (selected only by the all-zero tuples) or above W_HI (selected whenever drafted)."""
+    return q_y * (g_inf if w_y == 0 else float(k))
 
 
 def _indices(mask: torch.Tensor) -> torch.Tensor:
@@ -213,13 +244,14 @@ def _offsets(w: torch.Tensor, b: torch.Tensor, m_lo: int, bins: int) -> torch.Te
     return inv_c.index_select(0, b).mul_(w).sub_(1.0)
 
 
-def _bin_moments(q: torch.Tensor, sigma: torch.Tensor, b: torch.Tensor, bins: int) -> torch.Tensor:
+def _bin_moments(q: torch.Tensor, sigma: torch.Tensor, b: torch.Tensor, mass: torch.Tensor) -> torch.Tensor:
     """[TERMS, bins] m[j, b] = sum over the bin's tokens of q sigma^j (the extra bin is dropped; the 1/j! is in
-    the table `_spectrum` gives).
+    the table `_spectrum` gives); row 0 is the bins' mass, already summed.
     One scatter per power into one [V] buffer (measured faster than one index_add_ of a [TERMS, V] block,
     which spills the cache)."""
+    bins = mass.shape[0]
     out = torch.zeros(TERMS, bins + 1, dtype=torch.float64)
-    out[0].scatter_add_(0, b, q)  # cheaper than bincount, which scans for min and max
+    out[0, :bins] = mass
     term = torch.mul(q, sigma)  # [V] our own buffer, multiplied in place
     for j in range(1, TERMS):
         out[j].scatter_add_(0, b, term)
@@ -265,8 +297,9 @@ class NodeWeights(NamedTuple):
     size: int
 
 
-def _node_weights(moments: torch.Tensor, z: float, k: int, bins: int) -> NodeWeights:
-    """The Laplace transform laplace(t_i) = z + sum_j,b moments[j, b] e^{-y} (-y)^j / j! at the T nodes, then the
+def node_weights(moments: torch.Tensor, z: float, k: int, bins: int) -> NodeWeights:
+    """The Laplace transform laplace(t_i) = z + sum_j,b moments[j, b] e^{-y} (-y)^j / j! at the T nodes (moments
+    [J, bins], J <= TERMS: fewer rows are the higher moments taken as 0), then the
     weights G(t_i) - G(inf), G = laplace^(k-1). Nodes t_i run from a t <= T_LO for the largest weight to
     t a >= Y_MAX for the smallest; with b' = bins - 1 - b (bins counted down), y = t_i c_b = T_LO e^{BIN (8 i - b' -
     1/2)}: a convolution of the reversed moments with the table. A circular transform wraps nothing: every index
@@ -275,8 +308,9 @@ def _node_weights(moments: torch.Tensor, z: float, k: int, bins: int) -> NodeWei
     size = next(s for s in SIZES if (s - SPAN) // 2 >= bins)
     tables = _tables(size)  # offset >= bins
     nodes = slice(0, RATIO * (count - 1) + 1, RATIO)  # the T positions of the log t nodes, from the offset
-    reversed_moments = torch.fft.rfft(moments.flip(1), size)  # [TERMS, F]
-    convolved = torch.fft.irfft(torch.linalg.vecdot(tables.laplace, reversed_moments, dim=0), size)  # [size]
+    reversed_moments = torch.fft.rfft(moments.flip(1), size)  # [J, F], J <= TERMS rows of moments
+    laplace_table = tables.laplace[: moments.shape[0]]  # [J, F]
+    convolved = torch.fft.irfft(torch.linalg.vecdot(laplace_table, reversed_moments, dim=0), size)  # [size]
     laplace = convolved[tables.offset :][nodes].add_(z)  # [T]
     weight = torch.zeros(size, dtype=torch.float64)  # [size] trapezoid weights at the nodes (STEP is in the table)
     weight[nodes] = laplace.pow_(k - 1).sub_(z ** (k - 1))  # G(t) - G(inf)
@@ -293,7 +327,7 @@ def _correlate(nodes: NodeWeights) -> torch.Tensor:
     return lagged[:, tables.offset - nodes.bins + 1 : tables.offset + 1]
 
 
-def _direct_column(nodes: NodeWeights, b: int) -> list[float]:
+def direct_column(nodes: NodeWeights, b: int) -> list[float]:
     """[TERMS] bin b's coefficients as `_correlate` defines them, by the direct sum over the T nodes: the table
     entries at offset - b' + RATIO i, i < T (a strided view), times the node weights."""
     tables = _tables(nodes.size)

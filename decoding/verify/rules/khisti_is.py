@@ -9,13 +9,16 @@ its exact induced law; alpha = sum_y min(p(y), r(y)).
 
 Computing r (no Monte Carlo):
 - small support (n^k <= ENUMERATION_LIMIT, n = |supp q|): exact enumeration of every tuple, vectorised.
-- otherwise a 1-D integral over a per-bin polynomial fit (rules/khisti_fit.py), done once per node.
+- otherwise a 1-D integral over a per-bin polynomial fit (rules/khisti_fit.py), done at most once per node.
   Checked against enumeration and against the direct V x T quadrature in tests/verify/test_verifiers_khisti.py
   (agreement ~1e-13; the total of r, exactly 1 for the true law, is 1 within 1e-12). The accept test
-  evaluates r at the selected token only (its bin's coefficients summed directly, in Python floats: the full
-  law's number to ~2e-14 q); verify draws the residual token by rejection from p (`residual_token`), so the
-  residual norm((p - r)_+) is built only when a view reads it (a LazyRow) or the draw misses 16 times, and
-  then only on the tokens with w above w* (the only ones where p > r), not as a full [V] law.
+  needs r at the selected token only, and usually not even its value: two bounds on it from the bins alone
+  (rules/khisti_bracket.py, ~2 % apart) decide the test unless the uniform falls between them; only then, or
+  when a view reads the test's denominator (a Lazy), is r(y) computed (its bin's coefficients summed directly,
+  in Python floats: the full law's number to ~2e-14 q). verify draws the residual token by rejection from p
+  (`residual_token`, each proposal decided the same way), so the residual norm((p - r)_+) is built only when a
+  view reads it (a LazyRow) or the draw misses 16 times, and then only on the tokens with w above w* (the only
+  ones where p > r), not as a full [V] law.
 
 Conventions, applied identically by the selection and by both law computations (so they define a
 slightly different, equally lossless selection rule rather than an approximation):
@@ -35,10 +38,11 @@ from functools import partial
 import torch
 
 from decoding.verify.rules.common import Event, Final, Test, Update, normalised_residual_, prepare, run_chain
-from decoding.verify.rules.khisti_fit import W_LO, Fit
+from decoding.verify.rules.khisti_bracket import Bracket
+from decoding.verify.rules.khisti_fit import W_HI, W_LO, Binned, Fit, bin_tokens, special_at
 from decoding.verify.rules.node_cache import NodeCache
 from decoding.verify.sampling import draw
-from decoding.verify.verdict import LazyRow, NodeVerdict
+from decoding.verify.verdict import Lazy, LazyRow, NodeVerdict
 
 ENUMERATION_LIMIT = 20_000  # tuples
 
@@ -84,9 +88,9 @@ def induced_law(p: torch.Tensor, q: torch.Tensor, k: int, method: str = "auto") 
 
 
 class InducedLaw:
-    """r_beta of SIR selection: exact enumeration for a small support, else the 1-D integral, whose
-    per-bin coefficients are fitted once and then evaluated at one token (the accept test) or at
-    every token (only when the residual is needed)."""
+    """r_beta of SIR selection: exact enumeration for a small support, else the 1-D integral, whose per-bin
+    coefficients are fitted on first need and then evaluated at one token (`at`) or at every token (only when the
+    residual is needed). Before the fit, `bounds` brackets r at a token from the bins alone (khisti_bracket.py)."""
 
     def __init__(
         self, q: torch.Tensor, w: torch.Tensor, k: int, method: str = "auto", extremes: Extremes | None = None
@@ -95,30 +99,52 @@ class InducedLaw:
         self.q, self.w, self.k = q, w, k
         self._full: torch.Tensor | None = None
         self._fit: Fit | None = None
+        self._binned: Binned | None = None
+        self._bracket: Bracket | None = None
         support = q.shape[0] if extremes is not None else None  # every weight > 0: q > 0 everywhere
         if k == 1:
             self._full = q.clone()
         elif method == "enumerate" or (method == "auto" and _support(q, support) ** k <= ENUMERATION_LIMIT):
             self._full = _enumerated_law(q, w, k)
         else:
-            self._fit = Fit.of(q, w, k, extremes)
+            self._binned = bin_tokens(q, w, extremes)
+            if self._binned.bins:
+                self._bracket = Bracket(self._binned, k)
+
+    @property
+    def fit(self) -> Fit:
+        if self._fit is None:
+            self._fit = Fit.fitted(self.q, self.w, self.k, self._binned)
+        return self._fit
 
     def at(self, token: int) -> float:
-        """r at one token: from the fit whenever there is one (the same number before and after full())."""
-        if self._fit is not None:
-            return self._fit.at(self.q, self.w, token)
+        """r at one token: from the fit whenever the law is integrated (the same number before and after full())."""
+        if self._binned is not None:
+            return self.fit.at(self.q, self.w, token)
         return float(self._full[token])
+
+    def bounds(self, token: int) -> tuple[float, float]:
+        """(lo, hi) with lo <= at(token) <= hi: the bracket's while the fit is not made, else (at, at). A special
+        token (weight 0 or above W_HI) has its exact closed form either way: it needs no fit."""
+        if self._fit is None and self._binned is not None:
+            w_y, q_y = float(self.w[token]), float(self.q[token])
+            if not 0 < w_y <= W_HI or self._bracket is None:
+                r = special_at(q_y, w_y, self.k, self._binned.z ** (self.k - 1))
+                return r, r
+            return self._bracket.bounds(q_y, w_y, token)
+        r = self.at(token)
+        return r, r
 
     def full(self) -> torch.Tensor:
         if self._full is None:
-            self._full = self._fit.full_law(self.q, self.w)
+            self._full = self.fit.full_law(self.q, self.w)
         return self._full
 
     def positive_part(self, p: torch.Tensor) -> torch.Tensor:
         """(p - r)_+ [V], a fresh tensor: from the full law when it is built, else only where it can be > 0."""
         if self._full is not None:
             return torch.sub(p, self._full).clamp_(min=0.0)
-        return self._fit.positive_part(p, self.q, self.w)
+        return self.fit.positive_part(p, self.q, self.w)
 
 
 def _support(q: torch.Tensor, known: int | None) -> int:
@@ -160,14 +186,29 @@ def residual_token(p: torch.Tensor, law: InducedLaw, generator: torch.Generator,
     u = torch.rand(2, tries, generator=generator, dtype=torch.float64)  # [2, tries]: proposals, keeps
     proposals = torch.searchsorted(cdf, u[0].mul_(float(cdf[-1])), right=True).clamp_(max=p.shape[0] - 1)  # [tries]
     for x, keep in zip(proposals.tolist(), u[1].tolist(), strict=True):
-        p_x = float(p[x])
-        if keep * p_x < p_x - law.at(x):
+        if _kept(float(p[x]), keep, law, x):
             return x
     return None
 
 
+def _kept(p_x: float, keep: float, law: InducedLaw, x: int) -> bool:
+    """keep p(x) < p(x) - r(x): from r's bounds when they settle it (rounding is monotone, so the exact r decides
+    the same), else from the exact r."""
+    lo, hi = law.bounds(x)
+    if keep * p_x < p_x - hi:
+        return True
+    if keep * p_x >= p_x - lo:
+        return False
+    return keep * p_x < p_x - law.at(x)
+
+
 def _sd_test(p: torch.Tensor, xs: Sequence[int], chosen: int, law: InducedLaw) -> Test:
+    """SD of the selected y against r_beta(y): a lazy denominator with r's bounds (the run decides from them when
+    it can), or the number itself when the bounds are exact (no bracket, or an exact law already built)."""
     y = xs[chosen]
+    lo, hi = law.bounds(y)
+    if lo < hi and lo > 0:
+        return Test(chosen, y, float(p[y]), Lazy(partial(law.at, y)), "p(y)/r_beta(y)", bracket=(lo, hi))
     r_y = law.at(y)
     note = f"candidate {chosen} (token {y}) has r_beta(y) = 0 (q(y) = 0): skipped" if not r_y > 0 else ""
     return Test(chosen, y, float(p[y]), r_y, "p(y)/r_beta(y)", note=note)
