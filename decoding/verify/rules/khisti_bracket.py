@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 
-from decoding.verify.rules.khisti_fit import BIN, EDGE, Binned, NodeWeights, direct_column, node_weights
+from decoding.verify.rules.khisti_fit import BIN, EDGE, Binned, NodeWeights, direct_column, horner, node_weights
 
 LAMBDA = 1.0 + EDGE  # a weight over its bin's centre lies in [1 / LAMBDA, LAMBDA]
 REL = 1e-9  # relative widening of each bound
@@ -48,8 +48,4 @@ class Bracket:
         """E[c'/(c'+S_c)] at c' = c_b (1 + sigma), by the fit's polynomial form around bin b's centre."""
         if b not in self._columns:
             self._columns[b] = direct_column(self.nodes, b)
-        column = self._columns[b]
-        poly = column[-1]
-        for c in reversed(column[:-1]):
-            poly = c + poly * sigma
-        return self.g_inf + poly * (1.0 + sigma)
+        return self.g_inf + horner(self._columns[b], sigma) * (1.0 + sigma)

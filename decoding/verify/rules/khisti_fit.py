@@ -162,11 +162,8 @@ class Fit:
         w_y, q_y = float(w[token]), float(q[token])
         if self.placed is None or w_y == 0 or w_y > W_HI:
             return special_at(q_y, w_y, self.k, self.g_inf)
-        column = self.column(int(self.placed.b[token]))  # [TERMS]
         sigma = float(self.placed.sigma[token])
-        poly = column[-1]
-        for c in reversed(column[:-1]):
-            poly = c + poly * sigma
+        poly = horner(self.column(int(self.placed.b[token])), sigma)
         return (poly + poly * sigma + self.g_inf) * q_y * self.k
 
     def _special_law(self, q: torch.Tensor, w: torch.Tensor, special: torch.Tensor) -> torch.Tensor:
@@ -194,6 +191,14 @@ class Fit:
         surplus = edges.mul_(1.0 + EDGE).sub_(poly.mul_(self.k * (1.0 + EDGE)).add_(self.k * self.g_inf))  # (p - r)/q
         above = torch.nonzero(surplus > 0)
         return max(int(above[0]) - 1, 0) if above.numel() else 0
+
+
+def horner(column: list[float], sigma: float) -> float:
+    """sum_j column[j] sigma^j in Python floats, in `Fit._horner`'s order (so the same rounding)."""
+    poly = column[-1]
+    for c in reversed(column[:-1]):
+        poly = c + poly * sigma
+    return poly
 
 
 def special_at(q_y: float, w_y: float, k: int, g_inf: float) -> float:
