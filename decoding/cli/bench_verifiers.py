@@ -7,6 +7,10 @@ p and q are softmaxes of random N(0, scale^2) logits; each entry gets k candidat
 drawn with its own law. Each node is verified once after a warm-up; the table shows the median (and
 the 90th percentile) over nodes of verify() and the median of conditional(), in wall-clock and in
 process CPU time (use --threads 1 on a shared machine: CPU time then equals uncontended wall time).
+
+Tree-level entries (block, traversal, typical_medusa) have no node-level verify: a second table times
+judge() on whole trees (block: the chain 1,1,1,1; the others: the tree 3,2,2, candidates drawn with the
+entry's law, p and q random as above), per tree and per drafted node (the tree's nodes that have q).
 """
 
 from __future__ import annotations
@@ -18,6 +22,10 @@ import time
 import torch
 
 from decoding.verify.registry import VERIFIERS, node_level_keys
+from decoding.verify.tree import DraftTree
+
+TREE_SHAPES = {"block": (1, 1, 1, 1)}  # a tree-level entry's timed shape; the rest take DEFAULT_TREE
+DEFAULT_TREE = (3, 2, 2)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -69,6 +77,40 @@ def bench_entry(key: str, args) -> dict:
     }
 
 
+def _tree(entry, args, generator: torch.Generator) -> tuple[DraftTree, torch.Tensor, torch.Tensor]:
+    """A random tree of the entry's timed shape and its p, q rows [N, V] (zero q rows at the leaves)."""
+    tree, q_rows, level = DraftTree.root(0), {}, [0]
+    for branching in TREE_SHAPES.get(entry.name, DEFAULT_TREE):
+        children = []
+        for node in level:
+            q_rows[node] = _law(args, generator)  # [V]
+            before = len(tree)
+            tree = tree.add_draws(node, entry.sample(q_rows[node], branching, generator), merge=False)
+            children += range(before, len(tree))
+        level = children
+    p = torch.stack([_law(args, generator) for _ in range(len(tree))])  # [N, V]
+    q = torch.zeros_like(p)
+    for node, row in q_rows.items():
+        q[node] = row
+    return tree, p, q
+
+
+def _law(args, generator: torch.Generator) -> torch.Tensor:
+    return torch.softmax(torch.randn(args.vocab, generator=generator, dtype=torch.float64) * args.scale, 0)
+
+
+def bench_tree_entry(key: str, args) -> dict:
+    """judge() milliseconds per tree (median over --nodes trees) and per drafted node."""
+    entry = VERIFIERS[key]
+    generator = torch.Generator().manual_seed(args.seed)
+    trees = [_tree(entry, args, generator) for _ in range(max(args.nodes // 4, 3))]
+    wall, cpu = _times_ms(lambda tree, p, q: entry.judge(tree, p, q, generator), trees)
+    drafted = sum(1 for node in range(len(trees[0][0])) if not trees[0][0].is_leaf(node))
+    shape = ",".join(map(str, TREE_SHAPES.get(key, DEFAULT_TREE)))
+    return {"shape": shape, "judge": statistics.median(wall), "judge_cpu": statistics.median(cpu),
+            "per_node": statistics.median(wall) / drafted, "drafted": drafted}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.threads:
@@ -83,6 +125,12 @@ def main(argv: list[str] | None = None) -> int:
     for key in node_level_keys():  # tree-level entries have no node-level verify/conditional
         r = bench_entry(key, args)
         print(f"{key:<11}{r['k']:>3}" + "".join(f"{r[c]:>17.3f}" for c in columns))
+    print("tree-level entries: judge() milliseconds per tree (median) and per drafted node")
+    print(f"{'verifier':<16}{'tree':>9}{'drafted':>9}{'judge':>11}{'judge_cpu':>11}{'per_node':>11}")
+    for key in (key for key, entry in VERIFIERS.items() if entry.level == "tree"):
+        r = bench_tree_entry(key, args)
+        print(f"{key:<16}{r['shape']:>9}{r['drafted']:>9}" + "".join(f"{r[c]:>11.3f}" for c in
+                                                                   ("judge", "judge_cpu", "per_node")))
     return 0
 
 

@@ -63,14 +63,15 @@ class Traversal:
         self.tree, self.p, self.q = tree, p, q  # [N, V] rows
         self.target: dict[int, torch.Tensor] = {}  # node -> current target row [V] (p row until updated)
         self.deleted: dict[int, list[int]] = {}  # node -> tokens of its deleted children
+        self.draft: dict[int, torch.Tensor] = {}  # node -> current draft row [V] (q row until a child is deleted)
         self.w_set: dict[int, float] = {0: 1.0}  # weights fixed by a deletion (and the root's)
 
     def target_row(self, node: int) -> torch.Tensor:
         return self.target.get(node, self.p[node])
 
     def draft_row(self, node: int) -> torch.Tensor:
-        gone = self.deleted.get(node, [])
-        return restricted(self.q[node].to(torch.float64), gone) if gone else self.q[node]
+        """q without the deleted children's tokens, renormalised: built once per deletion (weights read it often)."""
+        return self.draft.get(node, self.q[node])
 
     def ratio(self, node: int) -> tuple[float, float]:
         """(w(parent) t_parent(x), d_parent(x)) of the node's token x."""
@@ -91,6 +92,7 @@ class Traversal:
         self.target[parent] = residual_law(r, mass, self.p[parent])
         self.w_set[parent] = updated_weight(w, mass)
         self.deleted.setdefault(parent, []).append(x)
+        self.draft[parent] = restricted(self.q[parent].to(torch.float64), self.deleted[parent])  # [V]
         left = len(self.tree.draws[parent]) - len(self.deleted[parent])
         note = (f"node {node} deleted; node {parent}: target <- norm((w p - q)_+), w {w:.4g} -> "
                 f"{self.w_set[parent]:.4g}, draft row loses the deleted token; "
