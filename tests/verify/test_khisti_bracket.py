@@ -3,9 +3,11 @@
 Oracles: (1) the bounds hold both the fit's own number (`InducedLaw.at`, the exact test's denominator) and an
 unbinned quadrature of r (every e^{-t w} evaluated), at every token, special weights included; (2) seeded
 verdicts are the very verdicts the exact denominators give (same tokens, uniforms, decisions, shown numbers);
-(3) `Test.passes` with a bracket equals the exact decision for any uniform. Broken variants, each failing:
-bounds without the bin's spread (LAMBDA = 1), the spread applied the wrong way round, a pass decided from the
-wrong end of the bracket, a residual proposal kept from the wrong end.
+(3) `Test.passes` with a bracket equals the exact decision for any uniform; (4) a selected token the target
+cannot emit (p = 0) is settled by r's closed form, without the fit. Broken variants, each failing: bounds without
+the bin's spread (LAMBDA = 1), the spread applied the wrong way round, a pass decided from the wrong end of the
+bracket, a residual proposal kept from the wrong end, r at a weight-0 token taken through the fit (26 of 30
+nodes then fit r).
 """
 
 from __future__ import annotations
@@ -164,3 +166,29 @@ def test_a_lazy_denominator_is_built_only_when_read():
     assert test.passes(0.2) and not test.passes(0.9) and built == []  # 0.2 <= 0.3/0.7; 0.9 > 0.3/0.5
     assert test.passes(0.5) and built == [1]  # 0.3/0.7 < 0.5 <= 0.3/0.6: only the number settles it
     assert test.threshold == 0.5 and built == [1]
+
+
+def test_a_weight_zero_selection_needs_no_fit(monkeypatch):
+    """A warped target (top-50: p = 0 elsewhere) often gives every candidate weight 0: the first is selected and
+    rejected (threshold 0) by r's closed form at a weight-0 token, and the residual token comes from the bracket
+    of the tokens p can emit; the fit is never made. The verdicts are the exact denominators' verdicts."""
+    def run() -> tuple[list, int]:
+        g = torch.Generator().manual_seed(5)
+        out, fitted = [], 0
+        for _ in range(30):
+            p, q = _laws(int(torch.randint(0, 10**6, (), generator=g)), 2048, 1.0)
+            p[torch.argsort(p)[:-50]] = 0.0
+            p = p / p.sum()
+            xs = torch.multinomial(q, 8, replacement=True, generator=g).tolist()
+            node = khisti_is._Node(p, q, 8)
+            verdict = khisti_is.verify(p, q, xs, g, cache=_One(node))
+            fitted += node.law._fit is not None
+            tests = [(t.token, t.numerator, t.passed, t.denominator) for t in verdict.tests]
+            out.append((verdict.accepted, verdict.token, tests))
+        return out, fitted
+
+    bracketed, fitted = run()
+    assert sum(tests[0][1] == 0 for _, _, tests in bracketed) >= 10  # selected candidates with p(y) = 0
+    assert fitted == 0
+    monkeypatch.setattr(khisti_is.InducedLaw, "bounds", _exact_bounds)
+    assert run()[0] == bracketed

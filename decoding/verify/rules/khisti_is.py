@@ -118,20 +118,21 @@ class InducedLaw:
         return self._fit
 
     def at(self, token: int) -> float:
-        """r at one token: from the fit whenever the law is integrated (the same number before and after full())."""
-        if self._binned is not None:
-            return self.fit.at(self.q, self.w, token)
-        return float(self._full[token])
+        """r at one token: from the fit whenever the law is integrated (the same number before and after full());
+        a special token (weight 0 or above W_HI) by its closed form, which needs no fit (`Fit.at`'s number)."""
+        if self._binned is None:
+            return float(self._full[token])
+        w_y = float(self.w[token])
+        if not 0 < w_y <= W_HI:
+            return special_at(float(self.q[token]), w_y, self.k, self._binned.z ** (self.k - 1))
+        return self.fit.at(self.q, self.w, token)
 
     def bounds(self, token: int) -> tuple[float, float]:
-        """(lo, hi) with lo <= at(token) <= hi: the bracket's while the fit is not made, else (at, at). A special
-        token (weight 0 or above W_HI) has its exact closed form either way: it needs no fit."""
-        if self._fit is None and self._binned is not None:
-            w_y, q_y = float(self.w[token]), float(self.q[token])
-            if not 0 < w_y <= W_HI or self._bracket is None:
-                r = special_at(q_y, w_y, self.k, self._binned.z ** (self.k - 1))
-                return r, r
-            return self._bracket.bounds(q_y, w_y, token)
+        """(lo, hi) with lo <= at(token) <= hi: the bracket's while the fit is not made, else (at, at)."""
+        if self._fit is None and self._bracket is not None:
+            w_y = float(self.w[token])
+            if 0 < w_y <= W_HI:  # a binned token
+                return self._bracket.bounds(float(self.q[token]), w_y, token)
         r = self.at(token)
         return r, r
 
@@ -209,7 +210,7 @@ def _sd_test(p: torch.Tensor, xs: Sequence[int], chosen: int, law: InducedLaw) -
     lo, hi = law.bounds(y)
     if lo < hi and lo > 0:
         return Test(chosen, y, float(p[y]), Lazy(partial(law.at, y)), "p(y)/r_beta(y)", bracket=(lo, hi))
-    r_y = law.at(y)
+    r_y = lo if lo == hi else law.at(y)  # equal bounds are the number itself
     note = f"candidate {chosen} (token {y}) has r_beta(y) = 0 (q(y) = 0): skipped" if not r_y > 0 else ""
     return Test(chosen, y, float(p[y]), r_y, "p(y)/r_beta(y)", note=note)
 
