@@ -29,6 +29,17 @@ embedded-head lookup --prompts 4 --repeats 2 --threads 2`): embedded-head sd 1,1
 [0.85-1.66] (T = 0 / 0.8); lookup sd 1,1 1.19x / 1.10x; the embedded pair's sd 1,1 1.07x / 1.05x; target alone
 1.11x / 1.08x; transformers' assisted generation 0.78x / 0.60x.
 
+Session 9: the shipped head stays; what was tried for more speed did not pay (judged on the validation prompts,
+never on the bench's). A head over 16384 ids (retrained on the same answers: 5.7 % of answer tokens have ids >=
+16384 instead of 12.5 % >= 8192): 1.638 vs 1.617 tokens per step at T = 0, but its draft costs x1.40 (+2.9 ms a
+step), so end to end 0.965x / 0.977x the shipped head (T = 0 / 0.8; interleaved engine runs, 24 prompts, one
+thread). A head trained on 3 unrolled levels: chain (1, 1, 1) 0.86x / 0.91x and (1, 1) 0.96x / 0.97x the shipped
+head's (1, 1), whose own (1, 1, 1) is 0.88x / 0.83x (a third level adds ~16 ms, ~18 %, for 3-4 % more tokens).
+Offline on the validation answers (T = 0; cost model 0.045 of a target forward per verified row, 0.05 per head
+level): drafting deeper only while the head's top probability is >= tau gives at best +3 % (tau = 0.5, up to 3-5
+levels), within this VM's noise, so not built; top-2 / top-3 first levels (trees 2,1 / 3,1) accept 1.79 / 1.85
+tokens per step vs 1.62 but cost more rows: 0.95x / 0.87x by the same model.
+
 Session 6 (idle 2-core CPU, 2026-11-24): prompt lookup drafts only where the context's last 3 or 2
 tokens occurred before (lookup.py; a 1-gram match guessed the target's next token 6-26 % of the time,
 no match never, 3/2-gram matches 60-79 %), so a step with nothing to look up is a one-row target step

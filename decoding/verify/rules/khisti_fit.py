@@ -124,7 +124,7 @@ class Fit:
         FFT): coeff's column up to the two summations' rounding (r differs by <= 2e-14 q; the quadrature itself
         is good to ~1e-13)."""
         if b not in self._columns:
-            self._columns[b] = direct_column(self.nodes, b)
+            self._columns[b] = _direct_column(self.nodes, b)
         return self._columns[b]
 
     def full_law(self, q: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -332,7 +332,7 @@ def _correlate(nodes: NodeWeights) -> torch.Tensor:
     return lagged[:, tables.offset - nodes.bins + 1 : tables.offset + 1]
 
 
-def direct_column(nodes: NodeWeights, b: int) -> list[float]:
+def _direct_column(nodes: NodeWeights, b: int) -> list[float]:
     """[TERMS] bin b's coefficients as `_correlate` defines them, by the direct sum over the T nodes: the table
     entries at offset - b' + RATIO i, i < T (a strided view), times the node weights."""
     tables = _tables(nodes.size)

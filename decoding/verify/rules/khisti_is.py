@@ -132,7 +132,7 @@ class InducedLaw:
         if self._fit is None and self._bracket is not None:
             w_y = float(self.w[token])
             if 0 < w_y <= W_HI:  # a binned token
-                return self._bracket.bounds(float(self.q[token]), w_y, token)
+                return self._bracket.bounds(float(self.q[token]), w_y)
         r = self.at(token)
         return r, r
 
