@@ -40,6 +40,16 @@ level): drafting deeper only while the head's top probability is >= tau gives at
 levels), within this VM's noise, so not built; top-2 / top-3 first levels (trees 2,1 / 3,1) accept 1.79 / 1.85
 tokens per step vs 1.62 but cost more rows: 0.95x / 0.87x by the same model.
 
+Session 10 (idle 2-core CPU, 2026-11-24, a faster VM day: generate() 30 tokens/s with 2 threads): the shipped
+config re-measured, nothing changed. `--pair embedded --configs sd:1,1 rrs_wor:3,2,2 --temperatures 0,0.8 --paths
+fast,recorded --also-pairs embedded-head lookup --prompts 4 --repeats 2 --threads 2`: embedded-head sd 1,1 1.27x
+[1.11-1.74] / 1.40x [1.05-1.61] (T = 0 / 0.8); `--pair embedded-head --configs sd:1,1 ... --threads 1`: 1.25x
+[1.13-1.67] / 1.36x [1.04-1.59]. Where a step's time goes (2 threads, 3 prompts x 60 tokens, medians): target
+3-row verify 29.9 ms, head draft 3.0, verify 0.9, record 0.04, loop 0.6; `bench forwards --rows 3`: lean target
+1 token 27.8 ms, lean 3-row verify 30.8 (1.11x). The loop adds almost nothing, so what is left is the head's
+acceptance: 1.5x generate() needs ~1.55 tokens per step at these costs (1.5 x a 34.4 ms step / 33.2 ms per
+generate() token), where the head gives 1.33 / 1.51 on these prompts (T = 0 / 0.8).
+
 Session 6 (idle 2-core CPU, 2026-11-24): prompt lookup drafts only where the context's last 3 or 2
 tokens occurred before (lookup.py; a 1-gram match guessed the target's next token 6-26 % of the time,
 no match never, 3/2-gram matches 60-79 %), so a step with nothing to look up is a one-row target step
