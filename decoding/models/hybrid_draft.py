@@ -39,9 +39,11 @@ class LookupFirstTreeLM:
         self.lookup.start(context)
 
     def logits(self, tree: DraftTree, nodes: list[int]) -> torch.Tensor:
-        by_head = self.head.logits(tree, nodes)  # [n, V]
         by_lookup = self.lookup.logits(tree, nodes)  # [n, V]
-        return torch.where(proposes(by_lookup)[:, None], by_lookup, by_head)  # [n, V]
+        rows = self.head.logits(tree, nodes)  # [n, V], a fresh tensor: the lookup's rows are copied in place
+        for i in torch.nonzero(proposes(by_lookup)).flatten().tolist():
+            rows[i] = by_lookup[i]
+        return rows  # [n, V]
 
     def commit(self, path: list[int], next_token: int, tree: DraftTree | None = None) -> None:
         self.head.commit(path, next_token, tree)

@@ -14,31 +14,39 @@ costs no model forward.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
+from numpy.lib.stride_tricks import sliding_window_view
 
 from decoding.models.treelm import ContextTreeLM
 
 NGRAM_SIZES = (3, 2)  # longest first; a 1-gram match guesses right too rarely to pay a verify row
 
 
-def next_counts(context_ids: list[int], vocab_size: int) -> torch.Tensor:
-    """[V] counts of the tokens that followed earlier occurrences of the longest matching trailing n-gram
-    (all zero without a match)."""
-    ids = torch.tensor(context_ids, dtype=torch.long)
+def followers(context_ids: list[int]) -> np.ndarray:
+    """The tokens that followed the earlier occurrences of the context's longest matching trailing n-gram,
+    in order (empty without a match). numpy: ~4x cheaper than the same search in torch on a 300-token context."""
+    ids = np.asarray(context_ids, dtype=np.int64)
     for n in NGRAM_SIZES:
         if len(ids) <= n:
             continue
-        windows = ids[:-1].unfold(0, n, 1)  # [L - n, n]: the window starting at i is followed by ids[i + n]
-        hits = (windows == ids[-n:]).all(dim=1)  # [L - n]
-        if bool(hits.any()):
-            return torch.bincount(ids[n:][hits], minlength=vocab_size)[:vocab_size].to(torch.float32)
-    return torch.zeros(vocab_size)  # no match: no guess
+        windows = sliding_window_view(ids[:-1], n)  # [L - n, n]: the window starting at i is followed by ids[i + n]
+        hits = (windows == ids[-n:]).all(axis=1)  # [L - n]
+        if hits.any():
+            return ids[n:][hits]
+    return ids[:0]  # no match: no guess
 
 
 def lookup_logits(context_ids: list[int], vocab_size: int) -> torch.Tensor:
     """[V] float32 log-frequencies of the prompt-lookup law (-inf for tokens never seen after the match;
     -inf everywhere without a match: no guess)."""
-    return torch.log(next_counts(context_ids, vocab_size))
+    row = torch.full((vocab_size,), float("-inf"))
+    tokens, counts = np.unique(followers(context_ids), return_counts=True)
+    keep = tokens < vocab_size  # an id beyond the drafter's rows (an added special token) is never guessed
+    tokens, counts = tokens[keep], counts[keep]
+    if tokens.size:
+        row[torch.from_numpy(tokens)] = torch.log(torch.from_numpy(counts.astype(np.float32)))
+    return row
 
 
 def lookup_session(vocab_size: int) -> ContextTreeLM:
