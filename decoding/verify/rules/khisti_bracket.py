@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from decoding.verify.rules.khisti_fit import BIN, EDGE, RATIO, STEP, T_LO, Binned, node_weights
+from decoding.verify.rules.khisti_fit import EDGE, STEP, Binned, node_weights
 
 LAMBDA = 1.0 + EDGE  # a weight over its bin's centre lies in [1 / LAMBDA, LAMBDA]
 REL = 1e-9  # relative widening of each bound
@@ -34,8 +34,8 @@ class Bracket:
         self.k = k
         self.g_inf = binned.z ** (k - 1)  # P(S = 0), the same for S and S_c
         nodes = node_weights(binned.mass[None, :], binned.z, k, binned.bins)  # the centre law's G(t_i) - G(inf)
-        self.weight = nodes.weight[: RATIO * nodes.count : RATIO].numpy()  # [T]
-        self.t = T_LO * np.exp(STEP * np.arange(nodes.count) - BIN * (binned.bins + binned.m_lo))  # [T] nodes t_i
+        self.weight = nodes.at_nodes.numpy()  # [T]
+        self.t = nodes.times(binned.m_lo)  # [T] the nodes t_i
 
     def bounds(self, q_y: float, w_y: float) -> tuple[float, float]:
         """lo <= r <= hi at a token of draft probability q_y and weight w_y in (0, W_HI] (a binned one)."""

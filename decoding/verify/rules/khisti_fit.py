@@ -301,6 +301,16 @@ class NodeWeights(NamedTuple):
     bins: int
     size: int
 
+    @property
+    def at_nodes(self) -> torch.Tensor:
+        """[T] the weights at the T nodes (the buffer's every RATIO-th entry)."""
+        return self.weight[: RATIO * self.count : RATIO]
+
+    def times(self, m_lo: int) -> np.ndarray:
+        """[T] the nodes t_i themselves, for weights binned from m_lo: y = t_i c_b = T_LO e^{BIN (8 i - b' - 1/2)}
+        with c_b = e^{BIN (m_lo + b + 1/2)} gives t_i = T_LO e^{STEP i - BIN (bins + m_lo)}."""
+        return T_LO * np.exp(STEP * np.arange(self.count) - BIN * (self.bins + m_lo))
+
 
 def node_weights(moments: torch.Tensor, z: float, k: int, bins: int) -> NodeWeights:
     """The Laplace transform laplace(t_i) = z + sum_j,b moments[j, b] e^{-y} (-y)^j / j! at the T nodes (moments
@@ -338,4 +348,4 @@ def _direct_column(nodes: NodeWeights, b: int) -> list[float]:
     tables = _tables(nodes.size)
     start = tables.offset - (nodes.bins - 1 - b)
     window = tables.time[:, start : start + RATIO * nodes.count : RATIO]  # [TERMS, T]
-    return torch.mv(window, nodes.weight[: RATIO * nodes.count : RATIO]).tolist()
+    return torch.mv(window, nodes.at_nodes).tolist()
