@@ -6,7 +6,8 @@ $XDG_CACHE_HOME/specscope, else ~/.cache/specscope), written to a temporary fold
 an interrupted conversion never leaves a broken cache; later loads take seconds and give
 bit-identical logits (RUNTIME_NOTES.md). The draft is the same model with int8 per-output-channel
 dynamic quantization of every Linear except `down_proj` (its input carries the activation
-outliers; keeping it float32 is what keeps the draft close to the target: alpha ~.75).
+outliers; keeping it float32 is what keeps the draft close to the target: alpha ~.75), and one activation
+scale per row (row_quant.py), so a row's q does not depend on the rows batched with it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import torch
 
 from decoding.models import space
 from decoding.models.hfload import ModelLoadError
+from decoding.models.row_quant import per_row_activations
 
 MODEL_NAME = "SmolLM2-135M-Instruct"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -141,8 +143,10 @@ def load_tokenizer(progress: Callable[[str], None]):
 
 
 def int8_self_draft(target) -> torch.nn.Module:
-    """A CPU copy of `target` with int8 per-output-channel dynamic weights on every Linear but down_proj."""
-    return int8_linears(copy.deepcopy(target).to("cpu", torch.float32).eval(), keep_float=("down_proj",))
+    """A CPU copy of `target` with int8 per-output-channel dynamic weights on every Linear but down_proj, each
+    row's activations quantized on its own scale (row_quant.py: a row's q does not depend on its batch)."""
+    draft = int8_linears(copy.deepcopy(target).to("cpu", torch.float32).eval(), keep_float=("down_proj",))
+    return per_row_activations(draft)
 
 
 def int8_linears(model, keep_float: tuple[str, ...] = ()) -> torch.nn.Module:

@@ -25,6 +25,7 @@ import copy
 import torch
 
 from decoding.models.embedded import int8_linears
+from decoding.models.row_quant import per_row_activations
 
 SMOOTH_ALPHA = 0.5  # SmoothQuant's migration strength: s = a^alpha / w^(1 - alpha)
 MIN_SCALE = 1e-5
@@ -95,4 +96,5 @@ def fast_self_draft(target, head_size: int, calibration: list[list[int]] | None 
         smooth_down_proj(draft, down_proj_input_max(draft, calibration))
     draft.lm_head = TruncatedHead(draft.lm_head, head_size)
     draft.config.tie_word_embeddings = False  # the head is its own module now: never re-tie it
-    return int8_linears(draft, keep_float=() if calibration is not None else ("down_proj",))
+    draft = int8_linears(draft, keep_float=() if calibration is not None else ("down_proj",))
+    return per_row_activations(draft)  # one activation scale per row (row_quant.py)

@@ -9,7 +9,10 @@ transformers layer stack, and a DynamicCache that concatenates every layer's key
 activations on every projection but down_proj (float32), from the target's own weights, through the
 shared lean forward (lean_llama.py):
 - q/k/v and gate/up are FUSED (one int8 product each, on the same input): per-output-channel weight
-  scales and a per-tensor activation scale make a fused product equal to the separate ones;
+  scales and one activation scale per row make a fused product equal to the separate ones;
+- each row's activations are quantized on their own scale (row_quant.py), so a row's q does not depend
+  on the rows it is batched with (a prefill, a tree level): a run rebuilt from its plain state draws
+  from the q the uninterrupted run drew from;
 - the fbgemm op is called directly (down_proj is the target's float32 weight, shared, not copied).
 `head_size` < V keeps the head over the first head_size token ids only (-inf logits beyond: q = 0
 there, and the verifier still sees the exact q; fast_draft.py says why those ids).
@@ -24,6 +27,7 @@ import torch.nn.functional as F
 
 from decoding.models.embedded import int8_linears
 from decoding.models.lean_llama import LeanLayer, LeanLlama, fused, supports
+from decoding.models.row_quant import per_row
 
 __all__ = ["LeanInt8Llama", "supports"]
 
@@ -36,7 +40,8 @@ def _int8(weight: torch.Tensor) -> object:
 
 
 def _int8_product(packed, x: torch.Tensor) -> torch.Tensor:
-    return torch.ops.quantized.linear_dynamic(x, packed, reduce_range=True)
+    """x [..., in] -> [..., out] through the int8 weights, each row's activations on its own scale (row_quant.py)."""
+    return per_row(lambda rows: torch.ops.quantized.linear_dynamic(rows, packed, reduce_range=True), x)
 
 
 def _int8_layer(layer) -> LeanLayer:

@@ -64,10 +64,12 @@ def _ms_since(t0: float) -> float:
 class Run:
     """One speculative-decoding run; iterate it, or call step() until it returns None."""
 
-    def __init__(self, pair, config: DecodeConfig, state: RunState, *, lazy_theory: bool = False) -> None:
+    def __init__(self, pair, config: DecodeConfig, state: RunState, *, lazy_theory: bool = False,
+                 replaying: bool = False) -> None:
         self.pair = pair
         self.config = config
         self.lazy_theory = lazy_theory  # records leave alpha_exact/alpha_optimal None until fill_theory(index)
+        self.replaying = replaying  # re-running known steps (run/replay.py): no records, the state keeps its own
         self._theory_rows: dict[int, list[tuple[int, torch.Tensor, torch.Tensor]]] = {}
         self.chain_stats = adaptive.ChainStats()  # past steps only: what config.adaptive decides from
         self.entry = VERIFIERS[config.verifier]
@@ -121,7 +123,7 @@ class Run:
         self._state = replace(
             self._state,
             generated_ids=self._state.generated_ids + tuple(tokens),
-            steps=self._state.steps + (record,) if self.config.record else self._state.steps,
+            steps=self._state.steps + (record,) if self.config.record and not self.replaying else self._state.steps,
             rng_state=self.generator.get_state().numpy().tobytes(),
             stop_reason=reason,
             seconds=self._state.seconds + (time.perf_counter() - t_start),
@@ -130,6 +132,10 @@ class Run:
 
     def trace(self) -> Trace:
         return trace_of(self._state, self.pair.decode)
+
+    def restore(self, state: RunState) -> None:
+        """Take `state`'s records and time (run/replay.py: a replay reached the same tokens and generator)."""
+        self._state = state
 
     def fill_theory(self, index: int) -> StepRecord:
         """Step `index`'s record with its exact and optimal acceptance computed now (lazy_theory runs: what a
@@ -186,7 +192,7 @@ class Run:
     def _record(self, scored: ScoredTree, result: Walk, times: recording.StepTimes) -> StepRecord:
         """The full record (nodes, tests, exact theory), or on the fast path only what was emitted."""
         cfg, index = self.config, len(self._state.steps)
-        if not cfg.record:
+        if not cfg.record or self.replaying:
             return recording.bare_record(index, result, self.entry, times, self.pair.token_text)
         expected = expected_tokens(self.entry.step_law(scored.tree, scored.p, scored.q))
         if self.lazy_theory:

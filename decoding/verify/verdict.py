@@ -71,11 +71,25 @@ def threshold_of(numerator: float, denominator: float) -> float:
     return min(1.0, max(0.0, numerator / denominator))
 
 
-@dataclass(frozen=True)
+def current_fields(numerator: float, args: tuple, kwargs: dict) -> tuple[Number, float, bool, str]:
+    """(denominator, uniform, passed, label) of an AcceptTest call after (candidate, token, numerator), in the
+    current form or the earlier one (legacy_test.py)."""
+    from decoding.verify.legacy_test import accept_test_fields  # imports this module: read at call time
+
+    return accept_test_fields(numerator, args, kwargs)
+
+
+@dataclass(frozen=True, init=False)
 class AcceptTest:
     """One accept/reject test: passed iff uniform <= threshold = min(1, numerator / denominator).
 
-    Read `denominator` and `threshold` as floats; the field holds a float or a `Lazy` (built on first read)."""
+    Read `denominator` and `threshold` as floats; the field holds a float or a `Lazy` (built on first read).
+
+    A user's verifier file is an API, so the earlier form still builds one: `AcceptTest(candidate, token,
+    numerator, denominator, threshold, uniform, passed[, label])` (positional, or `denominator=` /
+    `threshold=` by keyword). The threshold is no longer stored (it is derived from numerator and
+    denominator); a given one is checked against min(1, numerator / denominator) and a different one is
+    refused with a one-line ValueError (legacy_test.py)."""
 
     candidate: int  # index into the candidate tuple (draw order); -1 for a test on no candidate
     token: int
@@ -84,6 +98,20 @@ class AcceptTest:
     uniform: float
     passed: bool
     label: str = ""  # what the numerator/denominator are, e.g. "r(x)/d(x)", "p(x)/(rho q(x))"
+
+    def __init__(self, candidate: int, token: int, numerator: float, *args, **kwargs) -> None:
+        if len(args) == 4 and not kwargs and isinstance(args[3], str):  # the library's own form: fast path
+            fields = args
+        else:
+            fields = current_fields(numerator, args, kwargs)
+        set_field = object.__setattr__  # frozen: what the generated __init__ does too
+        set_field(self, "candidate", candidate)
+        set_field(self, "token", token)
+        set_field(self, "numerator", numerator)
+        set_field(self, "denominator_value", fields[0])
+        set_field(self, "uniform", fields[1])
+        set_field(self, "passed", fields[2])
+        set_field(self, "label", fields[3])
 
     @property
     def denominator(self) -> float:
@@ -94,16 +122,28 @@ class AcceptTest:
         return threshold_of(self.numerator, self.denominator)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class ResidualUpdate:
     """The residual (and, without replacement, the draft law) after a rejected test.
 
-    Read them as `residual` / `draft` ([V] tensors); the fields hold a tensor or a `LazyRow`."""
+    Read them as `residual` / `draft` ([V] tensors); the fields hold a tensor or a `LazyRow`. The earlier
+    keywords still build one: `ResidualUpdate(after_test=i, residual=r, draft=d, note=...)`."""
 
     after_test: int  # index into NodeVerdict.tests
     residual_row: Row  # [V] float64, normalised (all zero only if it holds no mass)
     draft_row: Row | None = None  # [V] float64: current d for without-replacement laws
     note: str = ""
+
+    def __init__(self, after_test: int, residual_row: Row | None = None, draft_row: Row | None = None,
+                 note: str = "", *, residual: Row | None = None, draft: Row | None = None) -> None:
+        if residual_row is None and residual is None:
+            raise TypeError("ResidualUpdate needs the residual row: ResidualUpdate(after_test, residual, draft, note)")
+        if (residual_row is not None and residual is not None) or (draft_row is not None and draft is not None):
+            raise TypeError("ResidualUpdate got a row twice (by position and by the earlier keyword)")
+        object.__setattr__(self, "after_test", after_test)
+        object.__setattr__(self, "residual_row", residual if residual_row is None else residual_row)
+        object.__setattr__(self, "draft_row", draft if draft_row is None else draft_row)
+        object.__setattr__(self, "note", note)
 
     @property
     def residual(self) -> torch.Tensor:
