@@ -9,7 +9,7 @@ whose stored threshold disagreed would show (and certify) a decision the numbers
 refused with one line that says what changed.
 
 How the forms are told apart (after candidate, token, numerator):
-- keywords `denominator=` or `threshold=`: the earlier form;
+- a `threshold=` keyword: the earlier form (`denominator=` is read in both forms);
 - five positional values, or four whose last is not a str (the label): the earlier form;
 - otherwise the current form (denominator, uniform, passed[, label]) by position or keyword.
 """
@@ -33,12 +33,14 @@ def accept_test_fields(numerator: float, args: tuple, kwargs: dict) -> tuple:
         values = bind(EARLIER, args, kwargs)
         check_threshold(numerator, values["denominator"], values["threshold"])
         return values["denominator"], values["uniform"], values["passed"], values["label"]
+    if "denominator" in kwargs:  # the readable keyword for the field denominator_value
+        kwargs = {("denominator_value" if key == "denominator" else key): value for key, value in kwargs.items()}
     values = bind(CURRENT, args, kwargs)
     return values["denominator_value"], values["uniform"], values["passed"], values["label"]
 
 
 def is_earlier(args: tuple, kwargs: dict) -> bool:
-    if "threshold" in kwargs or "denominator" in kwargs:
+    if "threshold" in kwargs:
         return True
     return len(args) >= 5 or (len(args) == 4 and not isinstance(args[3], str))
 

@@ -86,8 +86,8 @@ class AcceptTest:
     Read `denominator` and `threshold` as floats; the field holds a float or a `Lazy` (built on first read).
 
     A user's verifier file is an API, so the earlier form still builds one: `AcceptTest(candidate, token,
-    numerator, denominator, threshold, uniform, passed[, label])` (positional, or `denominator=` /
-    `threshold=` by keyword). The threshold is no longer stored (it is derived from numerator and
+    numerator, denominator, threshold, uniform, passed[, label])` (positional, or `threshold=` by keyword;
+    `denominator=` is read in both forms). The threshold is no longer stored (it is derived from numerator and
     denominator); a given one is checked against min(1, numerator / denominator) and a different one is
     refused with a one-line ValueError (legacy_test.py)."""
 

@@ -47,6 +47,8 @@ def test_its_tests_read_as_the_numbers_it_gave() -> None:
                        passed=True),  # earlier, by keyword
     lambda: AcceptTest(2, 7, 0.3, 0.6, 0.25, True),  # current, no label
     lambda: AcceptTest(2, 7, 0.3, denominator_value=0.6, uniform=0.25, passed=True),  # current, by keyword
+    lambda: AcceptTest(candidate=2, token=7, numerator=0.3, denominator=0.6, uniform=0.25, passed=True,
+                       label="r(x)/q(x)"),  # the README's form
 ])
 def test_every_form_builds_the_same_test(call) -> None:
     test = call()
