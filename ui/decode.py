@@ -26,7 +26,7 @@ from decoding.compare.selection import check_selection
 from decoding.compare.session import CompareRun
 from decoding.models import pairs as models
 from decoding.models import space
-from decoding.run import engine
+from decoding.run import engine, replay
 from decoding.run import recorder as recording
 from decoding.run.config import DecodeConfig
 from decoding.run.schema import StepRecord
@@ -74,7 +74,7 @@ def open_run(session: Session, controls: Controls, progress: gr.Progress | None,
     With `compare` keys the run is a CompareRun: those verifiers judge every step too (the run
     verifier still emits); turning compare on or off continues the same run. Without, the live run
     comes out of `runs` when it is there and is exactly the session's run (its KV caches warm);
-    otherwise it is rebuilt from the plain state (both caches re-prefilled).
+    otherwise it is rebuilt by re-running its steps (`rebuilt`: the same tokens as the uninterrupted run).
     """
     config = controls.config(caps)  # validate (within this server's caps) before loading anything
     if compare:
@@ -84,10 +84,20 @@ def open_run(session: Session, controls: Controls, progress: gr.Progress | None,
     live = runs.take(session.key, session.run, pair) if runs is not None and session.run is not None else None
     if not compare:
         if resume:
-            return (live if type(live) is engine.Run else engine.resume(pair, session.run, lazy_theory=True)), False
+            return (live if type(live) is engine.Run else rebuilt(pair, session.run)), False
         return engine.start(pair, config, controls.prompt, lazy_theory=True), True
     state = session.run if resume else engine.start(pair, config, controls.prompt).state
     return CompareRun(pair, DecodeConfig.from_dict(state.config), state, list(compare), mc_draws), not resume
+
+
+def rebuilt(pair, state: engine.RunState) -> engine.Run:
+    """The session's run when its live run is not in the cache (evicted, a restarted server): its steps re-run
+    from the seed (run/replay.py), so it continues with the uninterrupted run's tokens; a run that does not
+    replay (its steps were compare steps) is resumed from its plain state, and the log says why."""
+    run, why = replay.rebuild(pair, state, lazy_theory=True)
+    if why is not None:
+        log.info("run resumed from its plain state, not replayed: %s", why)
+    return run
 
 
 @space.gpu

@@ -6,7 +6,8 @@ session's random `key`. A handler *takes* the run out (so two concurrent clicks 
 share KV caches: the second finds nothing and rebuilds), uses it only if it matches the session's
 plain state exactly, and puts it back afterwards. Entries go on Reset, when the page is left
 (`leave`, by Gradio's session hash) and by LRU. Correctness never depends on the cache: a miss
-rebuilds the run from the plain state, as before.
+rebuilds the run by re-running its steps from the seed (decoding/run/replay.py, ui/decode.rebuilt), so an
+evicted run continues with exactly the tokens it would have emitted.
 
 A Run click also `offer`s, at each step it draws, the p/q rows of that step (the app's runs leave a
 step's theory to the view that shows it): Stop cancels the Run, whose live run is then not handed back

@@ -20,15 +20,15 @@ CONTROLS = replace(Controls(), pair="toy", prompt="the cat", verifier="rrs", bra
 
 @pytest.fixture
 def resumes(monkeypatch):
-    """Counts the runs rebuilt from plain state (a cache miss)."""
+    """Counts the runs rebuilt from plain state (a cache miss: decode.rebuilt replays them)."""
     calls = []
-    real = engine.resume
+    real = decode.rebuilt
 
-    def counting(pair, state, **options):
+    def counting(pair, state):
         calls.append(len(state.steps))
-        return real(pair, state, **options)
+        return real(pair, state)
 
-    monkeypatch.setattr(decode.engine, "resume", counting)
+    monkeypatch.setattr(decode, "rebuilt", counting)
     return calls
 
 

@@ -1,0 +1,98 @@
+"""On a CUDA GPU (marker `cuda`; skipped, not failed, where torch sees none): `./specscope test -m cuda`.
+
+- the one-pass tree forward (models/target.score_tree through HFTreeLM) equals one plain forward per
+  root-to-leaf path, in bfloat16 on the embedded target on the GPU (the tree mask and positions are right there);
+- speculative greedy decoding on the embedded pair with device cuda (target on the GPU, the int8 self-draft on the
+  CPU: pairs.int8_self_draft) emits the target's own greedy tokens;
+- one app Step (the ui handler) with the device set to cuda (SPECSCOPE_DEVICE, what ui/decode.device reads).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import fields, replace
+
+import pytest
+import torch
+
+from decoding.models import pairs as models
+from decoding.models.target import score_tree
+from decoding.models.treelm import HFTreeLM
+from decoding.run import engine
+from decoding.run.config import DecodeConfig
+from decoding.verify.tree import DraftTree
+from tests.tree_oracles import score_by_paths
+
+pytestmark = [pytest.mark.cuda, pytest.mark.slow,
+              pytest.mark.skipif(not torch.cuda.is_available(), reason="torch sees no CUDA GPU here")]
+
+PROMPTS = ["What is the capital of France?", "Write a haiku about autumn leaves.", "def fibonacci(n):"]
+NEW_TOKENS = 32
+NEAR_TIE = 2e-3  # top-1 minus top-2 logit below which one forward vs another may legitimately flip a token
+
+
+@pytest.fixture(scope="module")
+def pair():
+    return models.load_pair("embedded", device="cuda", progress=lambda *a: None)
+
+
+def test_the_one_pass_tree_forward_equals_one_forward_per_path_in_bfloat16(pair) -> None:
+    model = copy.deepcopy(pair.target_model).to(torch.bfloat16).eval()  # [on the GPU]
+    assert model.device.type == "cuda"
+    prefix = pair.encode_prompt("Tell me about the moon.", chat=True)
+    tree = (DraftTree.root(prefix[-1]).add_draws(0, [260, 1524, 3156], merge=False)
+            .add_draws(1, [28, 476], merge=False).add_draws(4, [253], merge=False))
+    lm = HFTreeLM(model, pair.vocab_size)
+    lm.start(prefix)  # caches prefix[:-1]; the root is prefix[-1]
+    one_pass = score_tree(lm, tree)  # [N, V] float32 on the CPU
+    per_path = score_by_paths(model, prefix[:-1], tree)[:, : pair.vocab_size]  # [N, V]
+    assert one_pass.shape == per_path.shape == (len(tree), pair.vocab_size)
+    # bfloat16 keeps ~3 significant digits; a wrong mask or position moves logits by whole units
+    torch.testing.assert_close(one_pass, per_path, atol=0.5, rtol=0.05)
+    p, q = one_pass.softmax(-1), per_path.softmax(-1)  # [N, V]
+    assert float((p - q).abs().sum(-1).max()) < 0.1  # total variation per node, twice
+    top2 = per_path.topk(2, dim=-1).values  # [N, 2]
+    clear = (top2[:, 0] - top2[:, 1]) > 0.5
+    assert torch.equal(one_pass.argmax(-1)[clear], per_path.argmax(-1)[clear])
+
+
+def test_speculative_greedy_equals_plain_greedy_on_cuda(pair) -> None:
+    assert pair.device == "cuda" and pair.target_model.device.type == "cuda"
+    config = DecodeConfig(verifier="rrs_wor", branching=(3, 2, 2), temperature=0.0, max_new_tokens=NEW_TOKENS)
+    near_ties = []
+    for prompt in PROMPTS:
+        ids = pair.encode_prompt(prompt, chat=True)
+        with torch.no_grad():
+            prompt_ids = torch.tensor([ids], device="cuda")
+            want = pair.target_model.generate(prompt_ids, attention_mask=torch.ones_like(prompt_ids), do_sample=False,
+                                              max_new_tokens=NEW_TOKENS, pad_token_id=min(pair.eos_ids))[0, len(ids):]
+        want, got = want.tolist(), list(engine.generate(pair, config, prompt).generated_ids)
+        first = next((i for i in range(min(len(got), len(want))) if got[i] != want[i]), None)
+        if first is None:
+            assert len(got) == len(want)
+            continue
+        with torch.no_grad():
+            logits = pair.target_model(torch.tensor([ids + want[:first]], device="cuda")).logits[0, -1].double()
+        top = torch.topk(logits, 2).values
+        assert float(top[0] - top[1]) < NEAR_TIE, f"{prompt!r}: token {first} differs with a clear logit gap"
+        near_ties.append(prompt)
+    assert len(near_ties) <= 1, f"too many near-ties: {near_ties}"
+
+
+def test_one_app_step_with_the_device_set_to_cuda(monkeypatch) -> None:
+    import app
+    from ui import controls as ui_controls
+    from ui.run_cache import RunCache
+    from ui.session import Controls, Session
+
+    monkeypatch.setenv("SPECSCOPE_DEVICE", "cuda")
+    runs = RunCache()
+    _, views = app.build_page("embedded", runs)
+    controls = replace(Controls(), pair="embedded", prompt="Name three colours.", verifier="rrs_wor",
+                       branching="2,2", temperature=1.0, seed=1, max_new_tokens=16)
+    raw = {f.name: getattr(controls, f.name) for f in fields(Controls)}
+    out = views.named(ui_controls.step(views, views.inputs(Session(), **raw), progress=None, runs=runs))
+    session = out.session
+    assert session.run is not None and len(session.steps) == 1 and session.run.generated_ids, out.status
+    assert session.run.pair["device"] == "cuda"
+    assert "⚠" not in out.status and "error" not in out.status.lower()
