@@ -7,7 +7,8 @@ per unit of time:
     E[tokens](L) = (1 - a^(L+1)) / (1 - a)        (a = per-token acceptance, i.i.d. approximation)
     cost(L)      = L * DRAFT_COST + VERIFY_COST   (target forwards: one draft forward per chain token)
 with a estimated from past steps (Laplace prior). The costs are fixed (RUNTIME_NOTES.md), not timed,
-so a seeded run stays reproducible; a resumed run starts its estimate afresh.
+so a seeded run stays reproducible; a run rebuilt by run/replay.py re-runs its steps, so its estimate is the
+uninterrupted run's (engine.resume, a prefill, starts it afresh).
 """
 
 from __future__ import annotations
