@@ -149,6 +149,19 @@ def test_the_registry_runs_the_fast_twins():
     assert VERIFIERS["khisti_is"].acceptance is khisti_lazy.acceptance
 
 
+def test_the_importance_weights_are_the_same_numbers():
+    """Selection draws from beta = w[xs] / sum: the twins must share w bit for bit, conventions included (0 off q's
+    support, where p/q overflows and at or below W_LO; capped at W_CAP)."""
+    p = torch.tensor([0.2, 0.2, 1e-15, 0.2, 0.2, 0.2, 0.0, 0.0], dtype=F64)
+    q = torch.tensor([0.3, 0.0, 0.2, 1e-320, 0.1, 1e-306, 0.4, 0.0], dtype=F64)  # q(3): p/q overflows to inf
+    expected = torch.tensor([0.2 / 0.3, 0.0, 0.0, 0.0, 2.0, 1e300, 0.0, 0.0], dtype=F64)
+    assert torch.equal(khisti_is.sir_weights(p, q), expected)
+    assert torch.equal(khisti_lazy.sir_weights(p, q), expected)
+    for _, p, q, xs, _ in _nodes("khisti_is"):
+        p, q, _ = prepare(p, q, xs)
+        assert torch.equal(khisti_is.sir_weights(p, q), khisti_lazy.sir_weights(p, q))
+
+
 @pytest.mark.parametrize("key", sorted(TEXTBOOK))
 def test_fast_twin_gives_the_textbook_verdicts_and_laws(key):
     assert list(_mismatches(key)) == []
