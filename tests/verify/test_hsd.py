@@ -208,3 +208,42 @@ def test_every_preset_certifies_hsd_lossless_and_flags_hsd():
     lossy = certify(VERIFIERS["hsd"], languages, (1, 1, 1), mc_trees=0)
     assert not lossy.lossless and lossy.max_tv > 0.05
     assert {c.language for c in lossy.cases if c.tv > 1e-9} >= {"binary_toy", "worked_example", "context3"}
+
+
+# ---- carrying the step-back state into the next step (docs/verifiers.md §14.5) -------------------------
+
+
+def _toy_round(debt: bool) -> dict[tuple[tuple[int, ...], bool], float]:
+    """{(emitted tokens, debt after): probability} of one step on the binary toy, a chain of 2. A clear step
+    is published HSD; a lone "b" leaves a debt; a step in debt is block with its first target row delta_b."""
+    out: dict = {}
+    first = torch.tensor([0.0, 1.0], dtype=F64) if debt else P_TOY
+    for xs in itertools.product(range(2), repeat=2):
+        tree, p, q = toy_chain(xs)
+        p = torch.stack([first, P_TOY, P_TOY])
+        for o in VERIFIERS["block" if debt else "hsd"].step_law(tree, p, q):
+            for y in (0, 1):
+                pr = float(Q_TOY[xs[0]] * Q_TOY[xs[1]]) * o.prob * float(o.last[y])
+                tokens = (*xs[: o.accepted], y)
+                key = (tokens, not debt and tokens == (1,))
+                out[key] = out.get(key, 0.0) + pr
+    return out
+
+
+def test_carrying_the_debt_is_lossless_on_the_toy_but_slower_than_block():
+    rounds = {False: _toy_round(False), True: _toy_round(True)}
+    law, stack = {}, [((), False, 1.0)]
+    while stack:  # steps until 6 tokens are out: the law of the first 6 tokens
+        seq, debt, pr = stack.pop()
+        if len(seq) >= 6:
+            law[seq[:6]] = law.get(seq[:6], 0.0) + pr
+            continue
+        stack += [(seq + tokens, after, pr * r) for (tokens, after), r in rounds[debt].items()]
+    for seq in itertools.product(range(2), repeat=6):
+        assert law.get(seq, 0.0) == pytest.approx(float(torch.prod(P_TOY[list(seq)])), abs=1e-12)
+    tokens = {d: sum(len(t) * r for (t, _), r in rounds[d].items()) for d in (False, True)}
+    into_debt = sum(r for (_, after), r in rounds[False].items() if after)
+    in_debt = into_debt / (1 + into_debt)  # stationary share of steps in debt
+    per_forward = (1 - in_debt) * tokens[False] + in_debt * tokens[True]
+    assert (tokens[False], tokens[True], into_debt) == pytest.approx((7 / 3, 14 / 9, 1 / 3), abs=1e-12)
+    assert per_forward == pytest.approx(77 / 36, abs=1e-12) and per_forward < 1 + toy_accepted("block", 2)

@@ -176,7 +176,8 @@ judge = judge_with(published_final, "whole draft: min(1, r_g), the joint ratio u
 
 
 def _ratio_event(k: int, chain, tree, pre: Prefixes) -> TreeEvent:
-    note = (f"prefix X_1..X_{k}: ratio r_{k} = P/Q; running max M_{k} = max(1, r_1..r_{k}) = {pre.M[k]:.4g}; "
+    note = (f"prefix X_1..X_{k}: P = {pre.P[k]:.4g}, Q = {pre.Q[k]:.4g}, r_{k} = {pre.r[k]:.4g}; "
+            f"running max M_{k} = max(1, r_1..r_{k}) = {pre.M[k]:.4g}; "
             f"capped joint P~_{k} = P/M_{k} (scaled: w_{k} = r_{k}/M_{k} = {pre.capped(k):.4g})")
     return TreeEvent("ratio", chain[k], tree.tokens[chain[k]], pre.P[k], pre.Q[k], pre.r[k],
                      label=f"r_{k} = P(X_1..X_{k}) / Q(X_1..X_{k})", note=note)
