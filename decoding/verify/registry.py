@@ -172,7 +172,7 @@ VERIFIERS: dict[str, Verifier | TreeVerifier] = {
     # ---- HSD, hierarchical speculative decoding (Zhou et al.): tree_rules/hsd.py, hsd_lossless.py (§14.5) ----
     "hsd": TreeVerifier(
         name="hsd",
-        title="Hierarchical speculative decoding, as published (lossy)",
+        title="Hierarchical speculative decoding, as published",
         lossless=False,
         law="iid",
         max_candidates=1,

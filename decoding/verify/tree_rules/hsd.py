@@ -172,38 +172,36 @@ def judge_with(final: FinalCoin, final_label: str):
 
 
 step_law = law_with(published_final)
-judge = judge_with(published_final, "whole draft: min(1, r_g), the joint ratio uncapped (published)")
+judge = judge_with(published_final, "min(1, r_g), uncapped (published)")
 
 
 def _ratio_event(k: int, chain, tree, pre: Prefixes) -> TreeEvent:
-    note = (f"prefix X_1..X_{k}: P = {pre.P[k]:.4g}, Q = {pre.Q[k]:.4g}, r_{k} = {pre.r[k]:.4g}; "
-            f"running max M_{k} = max(1, r_1..r_{k}) = {pre.M[k]:.4g}; "
-            f"capped joint P~_{k} = P/M_{k} (scaled: w_{k} = r_{k}/M_{k} = {pre.capped(k):.4g})")
+    note = (f"P = {pre.P[k]:.3g}, Q = {pre.Q[k]:.3g}; running max M_{k} = max(1, r_1..r_{k}) = {pre.M[k]:.4g}; "
+            f"capped P~ = P/M: w_{k} = r_{k}/M_{k} = {pre.capped(k):.4g}")
     return TreeEvent("ratio", chain[k], tree.tokens[chain[k]], pre.P[k], pre.Q[k], pre.r[k],
-                     label=f"r_{k} = P(X_1..X_{k}) / Q(X_1..X_{k})", note=note)
+                     label=f"r_{k} = P(X_1..X_{k})/Q(X_1..X_{k})", note=note)
 
 
 def _stepback_event(k, chain, tree, pre, h, num, den, u, kept) -> TreeEvent:
-    what = "kept (no step back)" if kept else "steps back"
-    note = (f"position {k}: branch D = P~_{k} p - Q_{k} q below the prefix (scaled by 1/Q_{k}); "
-            f"P(step back) = 1 - S+/max(S+, S-) = {1.0 - h:.4g}; u = {u:.4g}: {what}")
+    what = "kept" if kept else "steps back"
+    note = f"P(step back) = {1.0 - h:.4g}, u = {u:.4g}: {what} (D = P~_{k} p - Q_{k} q, scaled by 1/Q_{k})"
     return TreeEvent("stepback", chain[k], tree.tokens[chain[k]], num, den, h, u, kept,
-                     "P(keep) = S+ / max(S+, S-)", note)
+                     "P(keep) = S+/max(S+, S-)", note)
 
 
 def _final_event(chain, tree, pre: Prefixes, a: float, u: float, whole: bool, label: str) -> TreeEvent:
     g = pre.g
     block_w = min(1.0, pre.capped(g))
-    note = f"accept all {g} drafts with {a:.4g}; u = {u:.4g}: {'accepted' if whole else 'rejected'}"
+    note = f"u = {u:.4g}: {'accepted' if whole else 'rejected'}"
     if a > block_w + 1e-12:
-        note += (f". Block verification (lossless) would use w_{g} = r_{g}/M_{g} = {block_w:.4g}: the excess "
-                 f"{a - block_w:.4g} is HSD's bias (a prefix ratio reached M = {pre.M[g - 1]:.4g} > r_{g})")
+        note += (f"; block (lossless) would use w_{g} = r_{g}/M_{g} = {block_w:.4g}: the excess {a - block_w:.4g} "
+                 f"is HSD's bias (an earlier prefix ratio reached M = {pre.M[g - 1]:.4g} > r_{g})")
     return TreeEvent("final", chain[g], tree.tokens[chain[g]], pre.P[g], pre.Q[g], a, u, whole, label, note)
 
 
 def _tau_event(tau: int, whole: bool, chain, tree) -> TreeEvent:
     if whole:
-        why = f"tau = {tau}: the whole draft was accepted (the step-back coins are not used)"
+        why = f"tau = {tau}: whole draft accepted (step-back coins unused)"
     else:
         why = f"tau = {tau}: the LAST position that did not step back"
     return TreeEvent("tau", chain[tau], tree.tokens[chain[tau]], threshold=float(tau), label="tau", note=why)
@@ -212,5 +210,6 @@ def _tau_event(tau: int, whole: bool, chain, tree) -> TreeEvent:
 def _emit_note(tau: int, pre: Prefixes) -> str:
     if tau == pre.g:
         return "whole chain accepted: bonus token from p at the last draft"
-    return (f"X_1..X_{tau} kept; next token resampled from norm((P~_{tau} p - Q_{tau} q)_+), "
-            f"w_{tau} = {pre.capped(tau):.4g}")
+    if tau == 0:
+        return "no draft kept; resampled from norm((p - q)_+) at the root (w_0 = 1: SD's residual)"
+    return f"X_1..X_{tau} kept; resampled from norm((P~_{tau} p - Q_{tau} q)_+), w_{tau} = {pre.capped(tau):.4g}"

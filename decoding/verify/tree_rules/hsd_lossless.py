@@ -21,4 +21,4 @@ def capped_final(pre: Prefixes) -> float:
 
 
 step_law = law_with(capped_final)
-judge = judge_with(capped_final, "whole draft: r_g / M_g, the joint ratio capped by the running max (lossless)")
+judge = judge_with(capped_final, "min(1, r_g/M_g), capped (lossless)")
