@@ -7,7 +7,7 @@ import argparse
 
 import torch
 
-from decoding.cli import bench_verifiers
+from bench import verifiers as bench_verifiers
 from decoding.verify.registry import VERIFIERS, node_level_keys
 
 

@@ -1,7 +1,7 @@
 """Time per node of every registered verifier at a realistic vocabulary size.
 
-    python -m decoding bench verifiers [--vocab 49152] [--k 8] [--nodes 40] [--threads N]
-    python -m decoding.cli.bench_verifiers ...
+    python -m bench verifiers [--vocab 49152] [--k 8] [--nodes 40] [--threads N]
+    python -m bench.verifiers ...
 
 p and q are softmaxes of random N(0, scale^2) logits; each entry gets k candidates (sd 1, spechub 2)
 drawn with its own law. Each node is verified once after a warm-up; the table shows the median (and
@@ -33,7 +33,7 @@ DEFAULT_TREE = (3, 2, 2)
 
 
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m decoding bench verifiers", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m bench verifiers", description=__doc__.split("\n")[0])
     ap.add_argument("--vocab", type=int, default=49152)
     ap.add_argument("--k", type=int, default=8, help="candidates per node (capped per entry)")
     ap.add_argument("--nodes", type=int, default=40, help="distinct (p, q, candidates) nodes timed per entry")
