@@ -17,8 +17,9 @@ How the forms are told apart (after candidate, token, numerator):
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
-from decoding.verify.verdict import read_number, threshold_of
+Ratio = Callable[[float, float], float]  # verdict.threshold_of, passed in (verdict imports this module)
 
 CURRENT = ("denominator_value", "uniform", "passed", "label")
 EARLIER = ("denominator", "threshold", "uniform", "passed", "label")
@@ -27,11 +28,11 @@ CHANGED = ("AcceptTest no longer takes a threshold: it is min(1, numerator/denom
 TOLERANCE = 1e-9
 
 
-def accept_test_fields(numerator: float, args: tuple, kwargs: dict) -> tuple:
+def accept_test_fields(numerator: float, args: tuple, kwargs: dict, threshold_of: Ratio) -> tuple:
     """(denominator, uniform, passed, label) from the arguments after (candidate, token, numerator)."""
     if is_earlier(args, kwargs):
         values = bind(EARLIER, args, kwargs)
-        check_threshold(numerator, values["denominator"], values["threshold"])
+        check_threshold(numerator, values["denominator"], values["threshold"], threshold_of)
         return values["denominator"], values["uniform"], values["passed"], values["label"]
     if "denominator" in kwargs:  # the readable keyword for the field denominator_value
         kwargs = {("denominator_value" if key == "denominator" else key): value for key, value in kwargs.items()}
@@ -64,10 +65,10 @@ def bind(names: tuple[str, ...], args: tuple, kwargs: dict) -> dict:
     return values
 
 
-def check_threshold(numerator: float, denominator: float, threshold: float) -> None:
+def check_threshold(numerator: float, denominator: float, threshold: float, threshold_of: Ratio) -> None:
     """Refuse an earlier-form threshold that is not min(1, numerator / denominator) (clipped at 0)."""
-    want = threshold_of(float(numerator), read_number(denominator))
+    want = threshold_of(float(numerator), float(denominator))  # the earlier form held plain floats
     if not math.isclose(float(threshold), want, rel_tol=TOLERANCE, abs_tol=TOLERANCE):
         raise ValueError(f"AcceptTest was given threshold {float(threshold):.6g} but min(1, numerator/denominator) = "
-                         f"{float(numerator):.6g}/{read_number(denominator):.6g} -> {want:.6g}; the threshold is "
+                         f"{float(numerator):.6g}/{float(denominator):.6g} -> {want:.6g}; the threshold is "
                          "now derived from the numerator and denominator: drop it")

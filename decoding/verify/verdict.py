@@ -23,6 +23,8 @@ from typing import Generic, TypeVar
 
 import torch
 
+from decoding.verify.legacy_test import accept_test_fields
+
 T = TypeVar("T")
 
 
@@ -74,9 +76,7 @@ def threshold_of(numerator: float, denominator: float) -> float:
 def current_fields(numerator: float, args: tuple, kwargs: dict) -> tuple[Number, float, bool, str]:
     """(denominator, uniform, passed, label) of an AcceptTest call after (candidate, token, numerator), in the
     current form or the earlier one (legacy_test.py)."""
-    from decoding.verify.legacy_test import accept_test_fields  # imports this module: read at call time
-
-    return accept_test_fields(numerator, args, kwargs)
+    return accept_test_fields(numerator, args, kwargs, threshold_of)
 
 
 @dataclass(frozen=True, init=False)
