@@ -19,13 +19,14 @@ from pathlib import Path
 import gradio as gr
 
 from decoding.verify.registry import VERIFIERS
-from ui import compare, controls, decode, help, inspector, lab, run_stats, trace_io, tree_view
+from ui import compare, controls, decode, help, inspector, lab, links, run_stats, story, trace_io, tree_view
 from ui.caps import CEILINGS, Caps
 from ui.run_cache import RunCache
 from ui.session import PAIRS, Controls, new_session
 from ui.views import Views
 
 PLOTLY_ONCE = Path(__file__).resolve().parent / "assets" / "plotly_once.js"
+STORY_JS = Path(__file__).resolve().parent / "assets" / "story.js"
 CSS = (".specscope-status p { margin: 0.2em 0; } #tree-plot { min-height: 320px; } "
        ".specscope-offscreen { position: absolute !important; left: -10000px; top: 0; width: 640px; }")
 INTRO = ("# specscope\nLive multi-candidate speculative decoding: a draft model (q) proposes a tree of tokens, "
@@ -49,7 +50,9 @@ def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = (),
         with gr.Row():
             with gr.Column(scale=2, min_width=320):
                 panel = controls.ControlsPanel.build(default, caps)
+                sharing = links.LinkPanel.build()
             with gr.Column(scale=5):
+                told = story.StoryPanel.build()
                 tree = tree_view.TreeView.build()
                 tree_view.plotly_warmup()
                 nodes = inspector.Inspector.build()
@@ -57,15 +60,17 @@ def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = (),
             versus = compare.ComparePanel.build(default)
             stats = run_stats.RunStats.build()
             traces = trace_io.TraceIO.build()
-            with gr.Tab("Verifier lab"):
+            with gr.Tab("Verifier lab", id="lab"):
                 lab.build(VERIFIERS)
             help.build()
-        views = Views(state, panel.status, [tree, nodes, stats, versus], controls=panel.widgets,
+        views = Views(state, panel.status, [told, tree, nodes, stats, versus], controls=panel.widgets,
                       options=versus.options(), caps=caps)
         decode_queue = dict(concurrency_limit=_concurrency(), concurrency_id="decode")
         changes = controls.wire(views, panel, decode_queue, runs)
         tree_view.wire(views, tree, runs)
         inspector.wire(views, nodes, tree.slider)
+        story.wire(views, told, nodes, tree.slider)
+        links.wire(demo, views, sharing, tabs, tree.slider, default, decode_queue, runs)
         run_stats.wire(views, stats, decode_queue)
         changes += trace_io.wire(views, traces, runs)
         compare.wire(views, versus, decode_queue)
@@ -150,8 +155,9 @@ def serve(demo: gr.Blocks, host: str, port: int, block: bool = True) -> None:
 
 
 def head() -> str:
-    """The page's <head> additions: assets/plotly_once.js (each Step figure drawn once, not twice)."""
-    return f"<script>\n{PLOTLY_ONCE.read_text(encoding='utf-8')}</script>"
+    """The page's <head> additions: assets/plotly_once.js (each Step figure drawn once, not twice) and
+    assets/story.js (the step's story moved through in the page)."""
+    return "".join(f"<script>\n{js.read_text(encoding='utf-8')}</script>" for js in (PLOTLY_ONCE, STORY_JS))
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ class ComparePanel:
 
     @classmethod
     def build(cls, default: Controls) -> ComparePanel:
-        with gr.Tab("Compare verifiers", elem_id="compare-tab"):
+        with gr.Tab("Compare verifiers", id="compare", elem_id="compare-tab"):
             gr.Markdown("Tick **compare**, pick verifiers and press **Step**: every one judges the same step "
                         "(one target forward); the main menu's verifier still decides the text.")
             with gr.Row():

@@ -40,7 +40,7 @@ class RunStats:
 
     @classmethod
     def build(cls) -> RunStats:
-        with gr.Tab(LABEL) as tab:
+        with gr.Tab(LABEL, id="stats") as tab:
             baseline = gr.Button("Compare with the target alone (plain decoding)", size="sm")
             summary = gr.Markdown("Press **Step** to draft and verify one tree.")
             plot = gr.Plot(label="run statistics", show_label=False, elem_id="stats-plot")

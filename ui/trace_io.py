@@ -29,7 +29,7 @@ class TraceIO:
 
     @classmethod
     def build(cls) -> TraceIO:
-        with gr.Tab("Trace: export / import"):
+        with gr.Tab("Trace: export / import", id="trace"):
             gr.Markdown("A trace holds every step's records; an imported one replays every view "
                         "with no model loaded.")
             with gr.Row():
