@@ -28,7 +28,16 @@ from ui.views import Views
 PLOTLY_ONCE = Path(__file__).resolve().parent / "assets" / "plotly_once.js"
 STORY_JS = Path(__file__).resolve().parent / "assets" / "story.js"
 CSS = (".specscope-status p { margin: 0.2em 0; } #tree-plot { min-height: 320px; } "
-       ".specscope-offscreen { position: absolute !important; left: -10000px; top: 0; width: 640px; }")
+       ".specscope-offscreen { position: absolute !important; left: -10000px; top: 0; width: 640px; } "
+       # table headers break between words, never inside one ("candida te")
+       "th span.header { word-break: normal !important; overflow-wrap: normal !important; hyphens: none; } "
+       # an empty plot (the compare tab before its first comparison) takes no room, not a placeholder icon
+       "#compare-multiples:has(.empty), #compare-laws:has(.empty), #compare-runs-plot:has(.empty) "
+       "{ display: none !important; } "
+       "#story-text { font-size: 1.05em; min-height: 3em; padding: 0.4em 0; } "
+       ".story-bar { display: flex; gap: 0.5em; align-items: center; flex-wrap: wrap; } "
+       ".story-bar button { min-width: 2.6em; padding: 0.2em 0.6em; border: 1px solid #bbb; border-radius: 6px; } "
+       "#story-position { font-weight: 600; margin-left: 0.5em; }")
 INTRO = ("# specscope\nLive multi-candidate speculative decoding: a draft model (q) proposes a tree of tokens, "
          "the target (p) scores it in one forward, a verifier accepts a path.")
 

@@ -44,7 +44,7 @@ def story_events(step: StepRecord, about: About | None = None) -> list[StoryEven
     return events
 
 
-def test_events(events: list[StoryEvent]) -> list[StoryEvent]:
+def decisions(events: list[StoryEvent]) -> list[StoryEvent]:
     """The events that are tests (node-level tests, or a tree-level verifier's own events but its emission)."""
     return [e for e in events if e.kind not in ("draft", "score", "update", "residual", "bonus", "emitted", "emit")]
 
