@@ -34,12 +34,18 @@
     });
   };
 
+  // The inspector follows once the story rests (120 ms without a move): quick ◀/▶ presses send one call.
+  let pending = null;
   const follow = (s, node) => {
-    const box = document.querySelector("#story-node textarea, #story-node input");
-    const value = `${s.dataset.key}:${node}`;
-    if (!box || box.value === value) return;
-    box.value = value;
-    box.dispatchEvent(new Event("input", { bubbles: true }));
+    if (pending) clearTimeout(pending);
+    pending = setTimeout(() => {
+      pending = null;
+      const box = document.querySelector("#story-node textarea, #story-node input");
+      const value = `${s.dataset.key}:${node}`;
+      if (!box || box.value === value) return;
+      box.value = value;
+      box.dispatchEvent(new Event("input", { bubbles: true }));
+    }, 120);
   };
 
   const show = (s, i) => {

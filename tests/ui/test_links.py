@@ -42,8 +42,8 @@ VARIED = [
 
 
 def test_every_control_survives_the_round_trip():
-    assert {f.name for f in fields(Controls)} <= {
-        name for c in VARIED for name in (f.name for f in fields(Controls)) if getattr(c, name) != getattr(DEFAULT, name)}
+    names = [f.name for f in fields(Controls)]
+    assert set(names) <= {name for c in VARIED for name in names if getattr(c, name) != getattr(DEFAULT, name)}
     for controls in VARIED:
         link = Link(controls, steps=3)
         got, notices = back(link)
@@ -51,7 +51,8 @@ def test_every_control_survives_the_round_trip():
 
 
 def test_steps_compare_and_tab_survive_the_round_trip():
-    for link in (Link(DEFAULT, 0), Link(DEFAULT, 17, ("rrs", "rrs_wor", "spectr")), *(Link(DEFAULT, 1, (), t) for t in TABS)):
+    tabs = [Link(DEFAULT, 1, (), t) for t in TABS]
+    for link in (Link(DEFAULT, 0), Link(DEFAULT, 17, ("rrs", "rrs_wor", "spectr")), *tabs):
         assert back(link) == (link, [])
 
 
@@ -70,7 +71,8 @@ def test_canonical_drops_only_what_the_run_does_not_use():
 @pytest.mark.parametrize(("query", "key"), [
     ("temperature=abc", "temperature"), ("temperature=5", "temperature"), ("top_p=nan", "top_p"),
     ("seed=-1", "seed"), ("seed=1.5", "seed"), ("top_k=1e400", "top_k"), ("verifier=nope", "verifier"),
-    ("pair=evil", "pair"), ("pair=", "pair"), ("tree=0,2", "tree"), ("tree=a,b", "tree"), ("verifier=rrs&depth=0", "depth"),
+    ("pair=evil", "pair"), ("pair=", "pair"), ("tree=0,2", "tree"), ("tree=a,b", "tree"),
+    ("verifier=rrs&depth=0", "depth"),
     ("max_new_tokens=0", "max_new_tokens"), ("steps=-1", "steps"), ("steps=two", "steps"),
     ("compare=rrs,nope", "compare"), ("tab=xyz", "tab"), ("foo=bar", "foo"),
 ])
@@ -99,7 +101,8 @@ def test_settings_that_cannot_run_together_run_nothing():
 def test_the_cli_line_decodes_with_the_same_config():
     import shlex
 
-    for controls in [c for c in VARIED if c.pair != "custom"] + [replace(DEFAULT, verifier="spectr", shape=SHAPES[1], sequences=2)]:
+    sequences = replace(DEFAULT, verifier="spectr", shape=SHAPES[1], sequences=2)
+    for controls in [c for c in VARIED if c.pair != "custom"] + [sequences]:
         try:
             wanted = controls.config()
         except ValueError:

@@ -23,7 +23,7 @@ from tests.fixtures_records import node, step_bonus, step_residual, tp
 from viz import narrate
 from viz.narrate import About, num
 from viz.paragraph import step_paragraph
-from viz.story import story_events, decisions
+from viz.story import decisions, story_events
 from viz.story_html import story_html
 
 
