@@ -19,7 +19,7 @@ from pathlib import Path
 import gradio as gr
 
 from decoding.verify.registry import VERIFIERS
-from ui import compare, controls, decode, help, inspector, lab, links, run_stats, story, trace_io, tree_view
+from ui import compare, controls, decode, help, inspector, lab, links, run_stats, story, teach, trace_io, tree_view
 from ui.caps import CEILINGS, Caps
 from ui.run_cache import RunCache
 from ui.session import PAIRS, Controls, new_session
@@ -60,6 +60,7 @@ def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = (),
             with gr.Column(scale=2, min_width=320):
                 panel = controls.ControlsPanel.build(default, caps)
                 sharing = links.LinkPanel.build()
+                teach.build()
             with gr.Column(scale=5):
                 told = story.StoryPanel.build()
                 tree = tree_view.TreeView.build()
