@@ -17,7 +17,7 @@ import time
 from dataclasses import astuple, fields, replace
 from pathlib import Path
 
-from ui import controls, decode
+from ui import bench_story, controls, decode
 from ui.local_app import CHROMIUM, ROOT, chromium, launched
 from ui.session import Controls
 
@@ -88,6 +88,7 @@ def bench_pair(args: argparse.Namespace, pair: str) -> tuple[float, list[float],
                 break  # a warning, or the run finished: no more steps to time
             ms, text = page.evaluate(CLICK_JS, n)
             times.append(ms)
+        print(bench_story.report(pair, *bench_story.measure(page)), flush=True)  # the story's ◀/▶ on the last step
     return first, times, (text.strip() if "\u26a0" in text else None)
 
 
