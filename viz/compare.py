@@ -80,13 +80,12 @@ def small_multiples(record: CompareRecord) -> go.Figure:
         emitted = " ".join(_label(t) for t in v.emitted_texts)
         axis = "" if i == 0 else str(i + 1)
         fig.add_annotation(text=f"emits: <b>{emitted}</b>", xref=f"x{axis} domain", yref=f"y{axis} domain",
-                           x=0.5, y=-0.12, showarrow=False, font=dict(size=11))
-        fig.update_xaxes(range=[-0.3, max(1, max(tidy_layout(v.parents).x)) + 0.9], title_text="depth",
-                         dtick=1, row=row + 1, col=col + 1)
+                           x=0.5, y=-0.1, showarrow=False, font=dict(size=11))
+        fig.update_xaxes(range=[-0.3, max(1, max(tidy_layout(v.parents).x)) + 0.9], dtick=1, row=row + 1, col=col + 1)
     fig.update_yaxes(autorange="reversed", showticklabels=False)
     fig.update_layout(showlegend=False, height=60 + 420 * rows, margin=dict(l=10, r=10, t=120, b=60),
                       title=dict(text=f"One step, {n} verifiers, one target forward over {record.forest_nodes} "
-                                      "forest nodes", y=0.995, yanchor="top"))
+                                      "forest nodes (x: depth)", y=0.995, yanchor="top"))
     return fig
 
 

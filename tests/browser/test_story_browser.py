@@ -86,3 +86,19 @@ def test_copy_link_gives_the_link_of_what_is_on_screen(browser, app_url):
                                ".startsWith('http')", timeout=30_000)
         url = page.evaluate("document.querySelector('#share-link textarea, #share-link input').value")
     assert url.startswith(app_url) and link_query(Link(controls, 2)) in url
+
+
+def test_a_fresh_compare_tab_shows_no_empty_plot_and_headers_break_between_words(browser, app_url):
+    from tests.served import open_tab
+
+    with opened(browser, app_url) as page:
+        open_tab(page, "Compare verifiers")
+        page.wait_for_selector("#compare-table th", timeout=30_000)
+        hidden = page.evaluate("['#compare-multiples', '#compare-laws'].map(s => "
+                               "getComputedStyle(document.querySelector(s)).display)")
+        assert hidden == ["none", "none"]  # no placeholder icon before the first comparison
+        page.click("#step-btn")
+        page.wait_for_function("document.querySelector('#status')?.innerText.includes('Step 1 of 1')", timeout=60_000)
+        breaks = page.evaluate("Array.from(document.querySelectorAll('#tests-table th span.header')).map(s => "
+                               "[getComputedStyle(s).wordBreak, getComputedStyle(s).overflowWrap])")
+        assert breaks and all(b == ["normal", "normal"] for b in breaks)
