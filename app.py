@@ -31,6 +31,7 @@ CSS = (".specscope-status p { margin: 0.2em 0; } #tree-plot { min-height: 320px;
        ".specscope-offscreen { position: absolute !important; left: -10000px; top: 0; width: 640px; } "
        # table headers break between words, never inside one ("candida te")
        "th span.header { word-break: normal !important; overflow-wrap: normal !important; hyphens: none; } "
+       "#tests-table th span.header, #compare-table th span.header { font-size: 0.78em; } "
        # an empty plot (the compare tab before its first comparison) takes no room, not a placeholder icon
        "#compare-multiples:has(.empty), #compare-laws:has(.empty), #compare-runs-plot:has(.empty) "
        "{ display: none !important; } "

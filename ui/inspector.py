@@ -14,7 +14,8 @@ from viz import node_figure
 from viz.tokens import shorten, visible
 
 # event, candidate, token, numerator, denominator, threshold, u, passed, note: narrow number columns, a wide note
-TEST_WIDTHS = ["13%", "9%", "9%", "9%", "9%", "9%", "8%", "7%", "27%"]
+# (the headers' font is smaller (app.CSS) so "candidate" and "denominator" fit whole in their columns)
+TEST_WIDTHS = ["12%", "10%", "9%", "10%", "11%", "10%", "9%", "8%", "21%"]
 
 
 @dataclass

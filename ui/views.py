@@ -125,7 +125,8 @@ def status_text(session: Session, position: int) -> str:
     state = ("imported trace: replay only" if session.run is None
              else f"finished ({session.run.stop_reason})" if session.run.stop_reason else "running")
     models_line = " · ".join(f"{k} {v}" for k, v in trace.models.items() if v not in (None, ""))
-    return (f"**Step {position} of {n}** · {len(trace.generated_ids)} tokens · {md(str(cfg.get('verifier')))} · "
+    tokens = f"{len(trace.generated_ids)} token{'' if len(trace.generated_ids) == 1 else 's'}"
+    return (f"**Step {position} of {n}** · {tokens} · {md(str(cfg.get('verifier')))} · "
             f"tree {md(shape)} · T = {md(str(cfg.get('temperature')))} · {state}  \n{md(models_line)}")
 
 

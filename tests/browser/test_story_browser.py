@@ -102,3 +102,8 @@ def test_a_fresh_compare_tab_shows_no_empty_plot_and_headers_break_between_words
         breaks = page.evaluate("Array.from(document.querySelectorAll('#tests-table th span.header')).map(s => "
                                "[getComputedStyle(s).wordBreak, getComputedStyle(s).overflowWrap])")
         assert breaks and all(b == ["normal", "normal"] for b in breaks)
+        clipped = page.evaluate("""Array.from(document.querySelectorAll('#tests-table th')).filter(th => {
+          const span = th.querySelector('span.header'); const r = document.createRange(); r.selectNodeContents(span);
+          return Array.from(r.getClientRects()).some(b => b.right > th.getBoundingClientRect().right + 0.5);
+        }).map(th => th.innerText)""")
+        assert clipped == []  # every header's words are whole inside its column
