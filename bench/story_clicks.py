@@ -1,4 +1,4 @@
-"""Benchmark (not a test) of the story's ◀/▶ in headless Chromium, run by `./specscope bench app` after its
+"""A benchmark (not a test) of the story's ◀/▶ in headless Chromium, run by `./specscope bench app` after its
 Step clicks: press ▶ then ◀ (alternately, in runs of 5) and time each press until the new event is drawn
 (position label, narration and tree highlight set, then the next frame painted). The inspector following the
 event is a server call after the story rests; its time is reported apart (what a per-event round trip would
