@@ -75,7 +75,7 @@ def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = (),
             with gr.Tab("Verifier lab", id="lab"):
                 lab.build(VERIFIERS)
             help.build()
-        views = Views(state, panel.status, [told, tree, nodes, stats, versus], controls=panel.widgets,
+        views = Views(state, panel.status, [tree, nodes, stats, versus, told], controls=panel.widgets,
                       options=versus.options(), caps=caps)
         decode_queue = dict(concurrency_limit=_concurrency(), concurrency_id="decode")
         changes = controls.wire(views, panel, decode_queue, runs)
