@@ -102,6 +102,38 @@ def sequence_figure(report: Any) -> go.Figure:
     return fig
 
 
+def tradeoff_figure(points: Sequence[Any], title: str = "") -> go.Figure:
+    """Exact tokens per step (y) against the exact TV of the output from the target (x): fuzzy's staircase as
+    its threshold moves (each marker one step, hover gives T), every other verifier one labelled point;
+    lossless ones sit on the TV = 0 line. Points are decoding/lab/tradeoff.py's plain TradeoffPoints."""
+    if not points:
+        return _empty("nothing to draw: no verifier could run this shape")
+    fig = go.Figure()
+    curve = sorted((p for p in points if p.threshold is not None), key=lambda p: p.threshold)
+    if curve:
+        fig.add_scatter(x=[p.tv for p in curve], y=[p.expected_tokens for p in curve], mode="lines+markers",
+                        line=dict(shape="hv", color=EXACT_OFF), marker=dict(size=8), name="fuzzy, threshold T moving",
+                        text=[f"T = {p.threshold:.4g}" for p in curve],
+                        hovertemplate="fuzzy %{text}<br>TV %{x:.4f}<br>tokens/step %{y:.4f}<extra></extra>")
+    for lossless, colour, name in ((True, EXACT_OK, "lossless (TV = 0)"), (False, SAMPLED, "lossy")):
+        group = [p for p in points if p.threshold is None and (p.tv <= TOLERANCE) == lossless]
+        if group:
+            fig.add_scatter(x=[p.tv for p in group], y=[p.expected_tokens for p in group], mode="markers+text",
+                            text=[p.verifier for p in group], textposition="middle right", name=name,
+                            marker=dict(size=10, color=colour, symbol="circle" if lossless else "square"),
+                            hovertemplate="%{text}<br>TV %{x:.4g}<br>tokens/step %{y:.4f}<extra></extra>")
+    top = max(p.expected_tokens for p in points)
+    fig.update_layout(
+        template="plotly_white", height=460, margin=dict(l=50, r=20, t=60, b=50),
+        title=dict(text=title or "tokens per step against TV(output, target), exact", font_size=13),
+        xaxis=dict(title="exact TV of the emitted sequences from the target", range=[-0.03, 1.0], zeroline=True,
+                   zerolinecolor=EXACT_OK, zerolinewidth=2),
+        yaxis=dict(title="exact E[tokens per step]", range=[0.9, top + 0.2]),
+        legend=dict(orientation="h", y=1.0, yanchor="bottom", x=0),
+    )
+    return fig
+
+
 def summary_rows(reports: Sequence[Any]) -> list[list[Any]]:
     """Table rows: verifier, verdict, TV, acceptance, alpha*, membership, sampled-vs-exact TV."""
     rows = []
