@@ -1,4 +1,4 @@
-"""fuzzy (docs/verifiers.md §17): the JS test, its exact (lossy) node law, and the threshold's path from the
+"""fuzzy (docs/verifiers.md §16.2): the JS test, its exact (lossy) node law, and the threshold's path from the
 CLI through DecodeConfig to the rule the engine runs."""
 
 from __future__ import annotations

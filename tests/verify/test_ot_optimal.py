@@ -1,4 +1,4 @@
-"""ot_optimal (docs/verifiers.md §16): its acceptance IS alpha*, it is lossless by exact enumeration, and a
+"""ot_optimal (docs/verifiers.md §16.1): its acceptance IS alpha*, it is lossless by exact enumeration, and a
 plan with one constraint dropped is caught; where it stops, it refuses in one line."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Fuzzy speculative decoding (Holsman, Huang, Dhingra 2025, arXiv 2502.20704), docs/verifiers.md §17. LOSSY.
+"""Fuzzy speculative decoding (Holsman, Huang, Dhingra 2025, arXiv 2502.20704), docs/verifiers.md §16.2. LOSSY.
 
 FSD replaces SD's random test by a deterministic one on the whole node: the candidate is accepted iff a
 divergence between the target and draft laws at that position is at most a threshold T,

@@ -1,4 +1,4 @@
-"""Optimal-transport verification: the coupling that reaches alpha* (docs/verifiers.md §16).
+"""Optimal-transport verification: the coupling that reaches alpha* (docs/verifiers.md §16.1).
 
 For k i.i.d. candidates x̄ ~ q^k and the target p, the best lossless verifier is a coupling of x̄ and the
 emitted token Y ~ p that maximises P(Y ∈ x̄) (the OT linear program, OTLP; its value is alpha*, which
