@@ -89,3 +89,14 @@ def test_an_unknown_parameter_is_refused():
         ENTRY.with_params(alpha=1.0)
     with pytest.raises(ValueError, match="takes no parameter"):
         VERIFIERS["sd"].with_params(threshold=1.0)
+
+
+def test_the_threshold_is_inclusive():
+    """accept iff JS <= T (the reference code's `divs <= div_threshold`): T = 0 accepts where q = p, and a
+    node whose JS equals T exactly passes."""
+    p = torch.tensor([0.5, 0.3, 0.2], dtype=F64)
+    q = torch.tensor([0.2, 0.3, 0.5], dtype=F64)
+    assert float(ENTRY.with_params(threshold=0.0).conditional(p, p.clone(), [0])[0][0]) == 1.0
+    at = fuzzy.js_divergence(p, q)
+    assert float(ENTRY.with_params(threshold=at).conditional(p, q, [1, 0])[0][0]) == 1.0
+    assert float(ENTRY.with_params(threshold=at * (1 - 1e-9)).conditional(p, q, [1, 0])[0].sum()) == 0.0
