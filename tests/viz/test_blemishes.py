@@ -25,3 +25,14 @@ def test_the_roots_inspector_says_nothing_was_drafted_not_that_it_missed_the_pat
 
 def test_seven_compared_trees_sit_four_to_a_row_so_their_titles_have_room():
     assert vc.grid(7) == (2, 4) and vc.grid(3) == (1, 3) and vc.grid(8) == (2, 4) and vc.grid(9) == (3, 4)
+
+
+def test_the_residual_sample_diamond_carries_its_token_label():
+    from tests.fixtures_records import step_residual
+    from viz.tokens import label
+
+    step = step_residual()
+    spec = tree_figure.tree_spec(step)
+    diamond = next(t for t in spec["data"] if t.get("customdata") and t["customdata"][0][1] == "residual")
+    assert diamond["mode"] == "markers+text" and diamond["text"] == [label(step.emitted[-1].text)]
+    assert diamond["text"][0].strip()
