@@ -213,3 +213,13 @@ def test_every_registered_verifier_tells_as_many_tests_as_its_record_holds_in_or
         assert events[0].kind == "draft" and events[-1].kind == "emitted"
         told += 1
     assert told >= len(VERIFIERS) - 1  # every key runs on one of the two shapes (spechub: k <= 2 too)
+
+
+def test_an_imported_trace_tells_the_same_story():
+    from decoding.run.schema import trace_from_json, trace_to_json
+    from tests.fixtures_records import trace
+
+    original = trace()
+    imported = trace_from_json(trace_to_json(original))
+    for before, after in zip(original.steps, imported.steps, strict=True):
+        assert story_events(after) == story_events(before) and step_paragraph(after) == step_paragraph(before)
