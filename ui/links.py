@@ -6,6 +6,7 @@ The query is read by ui/link_query.py through the control boundary (bad values: 
 
 from __future__ import annotations
 
+import html
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -88,7 +89,7 @@ def open_link(views: Views, panel: LinkPanel, tabs: gr.Tabs, default: Controls, 
         after = session
     out.update(views.draw(after))
     if notices:
-        gr.Warning(md(notices[0]))
+        gr.Warning(html.escape(notices[0]))  # a toast is HTML, not Markdown
     out[panel.notice] = "  \n".join(f"⚠️ {md(n)}" for n in notices)
     return out
 
