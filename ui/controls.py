@@ -16,8 +16,9 @@ from decoding.run import engine
 from decoding.verify.registry import VERIFIERS
 from ui import compare, decode
 from ui.caps import Caps
+from ui.endpoints import public
 from ui.run_cache import RunCache
-from ui.session import PAIRS, SHAPES, Controls, Session, field_spec
+from ui.session import PAIRS, SHAPES, Configured, Controls, Session, field_spec
 from ui.views import Out, Views, internal_error, md
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
@@ -123,17 +124,17 @@ def step(views: Views, values: dict, progress: gr.Progress = PROGRESS, request: 
          runs: RunCache | None = None) -> Out:
     """One speculative step: the live run from `runs` (or resumed from its plain state), step once, redraw."""
     session = values.get(views.state) or Session()
-    controls = partial(views.read_controls, values)
-    return views.guarded(session, lambda: _step_once(views, session, controls(), progress, runs, request,
-                                                     compare.selected(views, values)))
+    return views.guarded(session, lambda: _step_once(views, session, views.configure(values), progress, runs,
+                                                     request, compare.selected(views, values)))
 
 
-def _step_once(views: Views, session: Session, controls: Controls, progress: gr.Progress | None,
+def _step_once(views: Views, session: Session, configured: Configured, progress: gr.Progress | None,
                runs: RunCache | None, request: gr.Request | None, compared: tuple[list[str], int] = ([], 0)) -> Out:
+    controls = configured.controls
     note = decode.finished_note(session, controls)
     if note:
         return views.draw(session, status=note)
-    run, fresh = decode.open_run(session, controls, progress, views.caps, *compared, runs=runs)
+    run, fresh = decode.open_run(session, configured, progress, *compared, runs=runs)
     decode.advance(run)
     decode.fill_shown(run)  # the page shows the new step: its theory now (lazy run), not at every step
     after = decode.commit(session, controls, run, fresh)
@@ -146,13 +147,13 @@ def run(views: Views, values: dict, progress: gr.Progress = PROGRESS, request: g
     """Step until the run finishes, redrawing after every step (Stop cancels this event)."""
     current = values.get(views.state) or Session()
     try:
-        controls = views.read_controls(values)
+        configured = views.configure(values)
+        controls = configured.controls
         note = decode.finished_note(current, controls)
         if note:
             yield views.draw(current, status=note)
             return
-        live, fresh = decode.open_run(current, controls, progress, views.caps,
-                                      *compare.selected(views, values), runs=runs)
+        live, fresh = decode.open_run(current, configured, progress, *compare.selected(views, values), runs=runs)
         try:
             for latest in _stream(current, controls, live, fresh):
                 shown, current = current, latest
@@ -219,12 +220,12 @@ def wire(views: Views, panel: ControlsPanel, decode_queue: dict, runs: RunCache 
     def on_stop(session: Session | None, request: gr.Request) -> Out:
         return stopped(views, session, request, runs=runs)
 
-    stepping = panel.step.click(on_step, inputs, views.outputs(), api_name="step", **raw)
-    running = panel.run.click(on_run, inputs, views.outputs(), api_name="run", **raw)
+    stepping = panel.step.click(on_step, inputs, views.outputs(), **public("step"), **raw)
+    running = panel.run.click(on_run, inputs, views.outputs(), **public("run"), **raw)
     stopping = panel.stop.click(None, None, None, cancels=[running]).then(
-        on_stop, [views.state], views.outputs(), show_progress="hidden")
+        on_stop, [views.state], views.outputs(), show_progress="hidden", **public("stop"))
     resetting = panel.reset.click(partial(reset, views, runs=runs), [views.state], views.outputs(), cancels=[running],
-                                  api_name="reset")
+                                  **public("reset"))
     w = panel.widgets
     w["verifier"].change(verifier_info, [w["verifier"]], [panel.verifier_info], show_progress="hidden")
     # Unqueued, so a Step sent right after a pair change cannot overtake the prompt swap.
