@@ -41,7 +41,7 @@ def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = (),
     caps = caps or Caps()
     runs = RunCache() if runs is None else runs
     default = replace(Controls(), pair=default_pair,
-                      prompt=controls.example_prompts()["toy" if default_pair == "toy" else "text"][0])
+                      prompt=controls.example_prompts()["toy" if default_pair == "toy" else "text"][0]).within(caps)
     with gr.Blocks(title="specscope", analytics_enabled=False) as demo:
         gr.Markdown(INTRO)
         if notices:  # launch-time problems, e.g. a refused --verifier-file

@@ -3,12 +3,15 @@
 An agent or a script asks the exact questions specscope answers without driving the page: certify a
 verifier at sequence level, one node's exact acceptance against alpha*, one decoding step's record on
 the toy pair. Their docstrings are the tools' descriptions (Gradio's MCP server reads the Args and
-Returns sections), so they say exactly what each takes and returns. The step tool reads its settings
-through the app's one control boundary (ui.session.configure) with this server's caps; the others are
-bounded here (small trees and vocabularies: the lab enumerates every drafted tree).
+Returns sections; each Returns line is one clause, Gradio joins them with commas), so they say exactly
+what each takes and returns. Each returns a JSON string: an agent reads JSON, not Python's repr. The
+step tool reads its settings through the app's one control boundary (ui.session.configure) with this
+server's caps; the others are bounded here (small trees and vocabularies: the lab enumerates every drafted tree).
 """
 
 from __future__ import annotations
+
+import json
 
 import gradio as gr
 import torch
@@ -30,19 +33,21 @@ MAX_STEPS = 8
 
 
 def certify(verifier: str, language: str = "worked_example", shape: str = "2,2",
-            p: list[float] | None = None, q: list[float] | None = None) -> dict:
+            p: list[float] | None = None, q: list[float] | None = None) -> str:
     """Certify a verifier exactly: is the law of the tokens it emits the target's, on a tiny language and tree?
 
     Args:
-        verifier: a verifier key, e.g. sd, rrs, rrs_wor, spectr, khisti_is, block, traversal (certify's --list).
+        verifier: a verifier key: sd, rrs, rrs_wor, spectr, spechub, khisti_is, hu_greedy, pointmass, block, ...
         language: a tiny language: worked_example, context3, disjoint, near_deterministic or uniform_draft.
         shape: candidates per level of the drafted tree, e.g. "2,2" (at most 3 levels of at most 3).
         p: optional target probabilities at the root, one per token of the language (renormalised).
         q: optional draft probabilities at the root, like p (give both or neither).
     Returns:
-        The certificate, as `certify --json` writes it: verifier, lossless (true when both checks pass),
-        max_tv (total variation between the emitted and the target joint law), cases (drafted trees
-        checked), worst_case, expected_tokens and expected_accepted per step.
+        A JSON object, the certificate as `certify --json` writes it
+        verifier and lossless (true when the exact check and the Monte-Carlo check of its verify both pass)
+        max_tv (the total variation between the emitted and the target joint law, lossless up to 1e-9)
+        cases (the drafted trees checked) and worst_case
+        expected_tokens and expected_accepted per step
     """
     entry = _verifier(verifier)
     tiny = _language(language, p, q)
@@ -50,12 +55,12 @@ def certify(verifier: str, language: str = "worked_example", shape: str = "2,2",
     if len(levels) > MAX_LAB_LEVELS or max(levels) > MAX_LAB_CHILDREN:
         raise gr.Error(f"shape {shape!r}: at most {MAX_LAB_LEVELS} levels of at most {MAX_LAB_CHILDREN} candidates")
     try:
-        return certify_mod.certify(entry, [tiny], levels).to_json()
+        return json.dumps(certify_mod.certify(entry, [tiny], levels).to_json())
     except ValueError as err:
         raise gr.Error(str(err)) from None
 
 
-def node_acceptance(p: list[float], q: list[float], k: int, law: str = "without_replacement") -> dict:
+def node_acceptance(p: list[float], q: list[float], k: int, law: str = "without_replacement") -> str:
     """One node's exact acceptance: alpha* for k candidates drawn by a law, and each node-level verifier using it.
 
     Args:
@@ -64,9 +69,10 @@ def node_acceptance(p: list[float], q: list[float], k: int, law: str = "without_
         k: how many candidates the draft proposes at the node (1 to 8).
         law: the candidate law: iid, without_replacement, hub, topk_plus_random, topk or any.
     Returns:
-        {"law", "k", "optimal_acceptance" (alpha*: the best any verifier can do with that law),
-        "membership_bound", "verifiers": {key: {"acceptance", "method"}}}, the exact acceptance of each
-        node-level verifier whose candidate law is `law` and that takes k candidates.
+        A JSON object with law and k
+        optimal_acceptance (alpha*: the most any verifier can accept with k candidates drawn by that law)
+        membership_bound (P(the target's token is among the candidates): an upper bound on alpha*)
+        verifiers: {key: {"acceptance", "method"}} for each node-level verifier of that law taking k candidates
     """
     p_row, q_row = _row(p, "p"), _row(q, "q")
     if p_row.shape != q_row.shape:
@@ -87,13 +93,13 @@ def node_acceptance(p: list[float], q: list[float], k: int, law: str = "without_
         except ValueError:  # this verifier takes fewer candidates, or needs a larger vocabulary
             continue
         out["verifiers"][key] = {"acceptance": value.value, "method": value.method}
-    return out
+    return json.dumps(out)
 
 
 def step_tool(caps: Caps):
     """`step_record` bound to this server's caps (the same refusals as the page's Step)."""
     def step_record(prompt: str = "the cat", verifier: str = "rrs_wor", branching: str = "3,2,2",
-                    temperature: float = 0.8, seed: int = 0, steps: int = 1) -> dict:
+                    temperature: float = 0.8, seed: int = 0, steps: int = 1) -> str:
         """Decode on the toy pair (a 12-word language) and return the last step's full record.
 
         Args:
@@ -104,9 +110,11 @@ def step_tool(caps: Caps):
             seed: the run's seed (the same seed gives the same steps).
             steps: how many steps to decode (1 to 8); the record of the last one is returned.
         Returns:
-            The step's record as a trace writes it: nodes (token, parent, status), visits with their
-            tests, the accepted path, the emitted tokens, exact acceptance and alpha* per visited node,
-            expected_tokens; plus "text", the text generated so far.
+            A JSON object, the step's record as a trace file writes it
+            nodes (id, parent, token, text, status, p and q of the token)
+            visits (each verified node: its candidates, tests, alpha_exact and alpha_optimal, i.e. alpha*)
+            accepted_path (node ids, root first) and emitted (the tokens this step adds, with their origin)
+            expected_tokens (the exact E[tokens] of this step given its tree); and text, the text so far
         """
         if isinstance(steps, bool) or not 1 <= int(steps) <= MAX_STEPS:
             raise gr.Error(f"steps must be a whole number from 1 to {MAX_STEPS}, got {steps!r}")
@@ -120,7 +128,7 @@ def step_tool(caps: Caps):
                 record = run.step() or record
         except ValueError as err:
             raise gr.Error(str(err)) from None
-        return {**step_to_dict(record), "text": run.trace().text}
+        return json.dumps({**step_to_dict(record), "text": run.trace().text})
     return step_record
 
 

@@ -111,6 +111,11 @@ class Controls:
         caps.check_prompt(controls.prompt)
         return controls
 
+    def within(self, caps: Caps) -> Controls:
+        """These controls with each capped number lowered to its cap: the page's starting values (a Space
+        launched with --max-branch 3 would otherwise show K sequences = 4 and refuse its own default)."""
+        return replace(self, **{name: min(getattr(self, name), top) for name, top in caps.bounds().items()})
+
     def config(self, caps: Caps | None = None) -> DecodeConfig:
         """A validated DecodeConfig within the launch `caps`; ValueError with a readable message otherwise."""
         if self.verifier not in VERIFIERS:
