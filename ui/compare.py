@@ -219,10 +219,16 @@ def read_seeds(raw: Any) -> int:
 
 def wire(views: Views, panel: ComparePanel, decode_queue: dict) -> None:
     widgets = {*views.controls.values()}
+    # compare_runs by name, as Step: pair, prompt, ..., compare_keys, seeds
+    named = {**views.controls, "compare_keys": panel.verifiers, "seeds": panel.seeds}
+
+    def on_compare_runs(progress: gr.Progress = PROGRESS, **values: Any) -> Out:
+        return compare_runs(views, panel, views.values_of(named, values), progress)
+
     # preprocess=False, as Step: raw values reach the boundary (ui.session.configure), so a client's values
     # over the caps get the same refusal as on Step, not Gradio's own range error.
     panel.allowed.click(partial(select_allowed, views), widgets, [panel.verifiers], show_progress="hidden",
                         preprocess=False, **public("compare_allowed"))
-    panel.run_button.click(partial(compare_runs, views, panel), widgets | {panel.verifiers, panel.seeds},
-                           [panel.runs_note, panel.runs_plot, panel.runs_table], preprocess=False,
+    panel.run_button.click(on_compare_runs, None, [panel.runs_note, panel.runs_plot, panel.runs_table],
+                           inputs_kwargs=named, preprocess=False,
                            **public("compare_runs"), **decode_queue)

@@ -52,8 +52,9 @@ class ControlsPanel:
 def _widgets(default: Controls, caps: Caps) -> tuple[dict[str, Any], gr.Markdown]:
     w: dict[str, Any] = {"pair": gr.Radio(PAIRS, value=default.pair, label="model pair (target p, draft q)")}
     with gr.Row():
-        w["target"] = gr.Textbox(label="target model", placeholder="hub id or local folder", visible=False)
-        w["draft"] = gr.Textbox(label="draft model", placeholder="hub id or local folder", visible=False)
+        # value "": the API lists them as optional (a script on a built-in pair leaves them out)
+        w["target"] = gr.Textbox("", label="target model", placeholder="hub id or local folder", visible=False)
+        w["draft"] = gr.Textbox("", label="draft model", placeholder="hub id or local folder", visible=False)
     w["prompt"] = gr.Textbox(default.prompt, label="prompt", lines=3, max_length=caps.max_prompt_chars)
     examples = example_prompts()
     gr.Examples([[p] for p in examples["text"] + examples["toy"]], inputs=[w["prompt"]], label="example prompts")
@@ -203,7 +204,7 @@ def reset(views: Views, session: Session | None = None, *, runs: RunCache | None
 
 def wire(views: Views, panel: ControlsPanel, decode_queue: dict, runs: RunCache | None = None) -> list:
     """Wire the controls; returns the events that change the session (for run_stats' lazy charts)."""
-    inputs = {views.state, *panel.widgets.values(), *views.options.values()}
+    inputs = views.named_inputs()  # by name: the API's parameters are pair, prompt, ..., compare_keys
     # preprocess=False: the raw values a client sends reach Controls.from_raw, the one boundary, so a
     # hostile API call gets the same ⚠️ status line as the page (not Gradio's own range errors).
     # The progress overlay (model loading, the running step) only on the status line: redrawing an overlay
@@ -211,17 +212,17 @@ def wire(views: Views, panel: ControlsPanel, decode_queue: dict, runs: RunCache 
     raw = dict(preprocess=False, show_progress_on=[views.status], **decode_queue)
 
     # Closures, not partials: Gradio finds the gr.Request parameter by a plain function's type hints.
-    def on_step(values: dict, request: gr.Request, progress: gr.Progress = PROGRESS) -> Out:
-        return step(views, values, progress, request, runs=runs)
+    def on_step(request: gr.Request, progress: gr.Progress = PROGRESS, **named: Any) -> Out:
+        return step(views, views.values_of(inputs, named), progress, request, runs=runs)
 
-    def on_run(values: dict, request: gr.Request, progress: gr.Progress = PROGRESS) -> Iterator[Out]:
-        yield from run(views, values, progress, request, runs=runs)
+    def on_run(request: gr.Request, progress: gr.Progress = PROGRESS, **named: Any) -> Iterator[Out]:
+        yield from run(views, views.values_of(inputs, named), progress, request, runs=runs)
 
     def on_stop(session: Session | None, request: gr.Request) -> Out:
         return stopped(views, session, request, runs=runs)
 
-    stepping = panel.step.click(on_step, inputs, views.outputs(), **public("step"), **raw)
-    running = panel.run.click(on_run, inputs, views.outputs(), **public("run"), **raw)
+    stepping = panel.step.click(on_step, None, views.outputs(), inputs_kwargs=inputs, **public("step"), **raw)
+    running = panel.run.click(on_run, None, views.outputs(), inputs_kwargs=inputs, **public("run"), **raw)
     stopping = panel.stop.click(None, None, None, cancels=[running]).then(
         on_stop, [views.state], views.outputs(), show_progress="hidden", **public("stop"))
     resetting = panel.reset.click(partial(reset, views, runs=runs), [views.state], views.outputs(), cancels=[running],

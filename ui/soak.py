@@ -40,8 +40,9 @@ def settings(pair: str, session: int, steps: int) -> dict:
     return {LABELS[name]: value for name, value in chosen.items()}
 
 
-def one_session(url: str, pair: str, session: int, steps: int) -> str:
-    """A page: `steps` Steps, then the page leaves; returns the last status line."""
+def one_session(url: str, pair: str, session: int, steps: int) -> tuple[int, str]:
+    """A page: `steps` Steps (fewer when its run ends at end-of-sequence), then the page leaves; returns
+    (Steps that decoded, the last status line)."""
     from gradio_client import Client
 
     client = Client(url, verbose=False, download_files=False)
@@ -49,10 +50,13 @@ def one_session(url: str, pair: str, session: int, steps: int) -> str:
         parameters = client.view_api(return_format="dict", print_info=False)["named_endpoints"]["/step"]["parameters"]
         mine = settings(pair, session, steps)
         args = [mine.get(p["label"], p.get("parameter_default")) for p in parameters]
-        status = ""
+        status, done = "", 0
         for _ in range(steps):
             status = client.predict(*args, api_name="/step")[0]
-        return status
+            if f"Step {done + 1} of {done + 1}" not in status:
+                break  # the run finished (or a problem: the caller reports it)
+            done += 1
+        return done, status
     finally:
         client.close()  # the heartbeat stream ends: the server's unload handler runs for this page
 
@@ -72,14 +76,15 @@ def soak(pair: str, sessions: int, steps: int, rounds: int, workers: int, leave_
         for r in range(rounds):
             t0 = time.perf_counter()
             with ThreadPoolExecutor(max_workers=workers) as pool:
-                statuses = list(pool.map(lambda s: one_session(url, pair, s, steps), range(sessions)))
-            bad = [s for s in statuses if f"Step {steps} of {steps}" not in s]
+                results = list(pool.map(lambda s: one_session(url, pair, s, steps), range(sessions)))
+            bad = [status for done, status in results if done < steps and "has finished" not in status]
             if bad:
-                raise RuntimeError(f"round {r + 1}: {len(bad)} sessions did not reach step {steps}: {bad[0]!r}")
-            took = time.perf_counter() - t0
+                raise RuntimeError(f"round {r + 1}: {len(bad)} sessions failed: {bad[0]!r}")
+            took, done = time.perf_counter() - t0, sum(d for d, _ in results)
             time.sleep(leave_wait)  # every page's leave reaches the server
             after.append(resident_mib(pid))
-            print(f"round {r + 1}: {sessions} sessions x {steps} Steps in {took:.0f} s; "
+            print(f"round {r + 1}: {sessions} sessions, {done} Steps ({steps} each unless the run ended) in "
+                  f"{took:.0f} s; "
                   f"resident {after[-1]:.0f} MiB after the leaves", flush=True)
     return after
 

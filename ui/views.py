@@ -52,6 +52,17 @@ class Views:
         (ui.session.configure: the one boundary every handler that starts a run goes through)."""
         return configure(self.caps, {name: values.get(widget) for name, widget in self.controls.items()})
 
+    def named_inputs(self) -> dict[str, Any]:
+        """Step's and Run's inputs by name (Gradio's inputs_kwargs): the API lists them as `session`, every
+        Controls field and every option (`compare`, `compare_keys`, `compare_mc`), so a script calls
+        `predict(pair="toy", prompt="the cat", api_name="/step")` and a new input never shifts the others."""
+        return {"session": self.state, **self.controls, **self.options}
+
+    @staticmethod
+    def values_of(inputs: dict[str, Any], named: dict[str, Any]) -> dict:
+        """A keyword-input handler's values by name -> {component: value}, as a set-input handler reads them."""
+        return {inputs[name]: value for name, value in named.items() if name in inputs}
+
     def read_options(self, values: dict) -> dict[str, Any]:
         """The option widgets' raw values in `values`, by name (None where a widget was not sent)."""
         return {name: values.get(widget) for name, widget in self.options.items()}

@@ -53,6 +53,23 @@ def test_the_api_lists_exactly_the_registry_and_the_readme(url):
     assert set(TOOLS) <= set(ENDPOINTS)
 
 
+def test_step_and_run_take_the_controls_by_name(url):
+    """The parameters are named after Controls' fields and the compare options, in this order: a new input
+    is a deliberate change here, never a silent shift of a script's positional arguments."""
+    from dataclasses import fields
+
+    from ui.session import Controls
+
+    named = Client(url, verbose=False).view_api(return_format="dict", print_info=False)["named_endpoints"]
+    controls = [f.name for f in fields(Controls)]
+    for endpoint in ("/step", "/run"):
+        parameters = named[endpoint]["parameters"]
+        assert [p["parameter_name"] for p in parameters] == [*controls, "compare", "compare_keys", "compare_mc"]
+        assert all(p["parameter_has_default"] for p in parameters)
+    assert [p["parameter_name"] for p in named["/compare_runs"]["parameters"]] == [*controls, "compare_keys",
+                                                                                    "seeds"]
+
+
 def test_the_readme_example_runs_as_printed(url):
     code = re.search(r"```python\n(.*?)```", readme_section(), flags=re.DOTALL).group(1)
     assert 'Client("http://127.0.0.1:7860/")' in code
