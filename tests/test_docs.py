@@ -12,6 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("ui", "viz", "decoding", "bench")
 DOCS = (ROOT / "README.md", ROOT / "ARCHITECTURE.md", *sorted((ROOT / "docs").glob("*.md")))
 SKIP = {".git", ".venv", "output", "__pycache__", ".pytest_cache", ".ruff_cache"}
+ELSEWHERE = {"simulation.py", "algorithm.py", "algorithm_clean.py"}  # files of the HSD authors' repository
 CONTINUATION = 20  # a tree line indented this far continues the description above it
 
 
@@ -68,7 +69,7 @@ def cited(text: str) -> set[str]:
         found |= {t for t in code.split() if re.fullmatch(r"[\w./<>*-]+\.(py|md|js|json|txt|toml|png)", t)
                   and ("/" in t or t.endswith((".py", ".md", ".js")))}
     found |= set(re.findall(r"\b[\w./-]+\.md\b", text))
-    return {f for f in found if not f.startswith(("http", "../", "/")) and "." in f}
+    return {f for f in found if not f.startswith(("http", "../", "/")) and "." in f and f not in ELSEWHERE}
 
 
 def exists(path: str, files: list[str]) -> bool:

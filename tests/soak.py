@@ -2,7 +2,7 @@
 round; the server's resident memory after each round should stay flat (a left session's run, its KV caches
 and its state must not pile up).
 
-    python -m ui.soak [--pair embedded] [--sessions 20] [--steps 10] [--rounds 2] [--workers 4] [--max-growth 0.05]
+    python -m tests.soak [--pair embedded] [--sessions 20] [--steps 10] [--rounds 2] [--workers 4] [--max-growth 0.05]
 
 Each session is one Client (its own page and gr.State): `--steps` Steps with its own prompt, seed and
 verifier, then `close()`, which ends its heartbeat stream: the server sees the page leave and its unload
@@ -20,7 +20,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ui.local_app import ROOT, launched
+from bench.local_app import ROOT, launched
 
 PROMPTS = ("Why is the sky blue?", "Name three fruits.", "Write a haiku about rain.", "What is 2 + 2?",
            "Tell me a joke.", "What is a prime number?", "Describe a cat.", "How do plants grow?")
