@@ -14,12 +14,11 @@ from pathlib import Path
 import pytest
 from gradio_client import Client
 
-from tests.served import ROOT, TOY, served
+from tests.served import ROOT
 from tests.ui.app_session import AppSession, arguments
 from ui.endpoints import ENDPOINTS, TOOLS
 
-pytestmark = pytest.mark.slow  # launches the app once (about 20 s on a busy 2-core machine)
-FLAGS = ("--max-nodes", "25", "--max-depth", "3", "--max-branch", "3")
+pytestmark = pytest.mark.slow  # launches the app once, shared with test_mcp (conftest's api_server)
 README = ROOT / "README.md"
 SECTION = "## Scripting the app"
 OVER = dict(pair="toy", target=None, draft=None, prompt="the cat", verifier="rrs", shape="branching per level",
@@ -28,9 +27,8 @@ REFUSAL = "the tree would have up to 39 nodes; this server's limit is 25"
 
 
 @pytest.fixture(scope="module")
-def url():
-    with served(*TOY, *FLAGS, log_name="app-endpoints.log") as server:
-        yield server.url
+def url(api_server):
+    return api_server.url
 
 
 def readme_section(path: Path = README) -> str:

@@ -13,19 +13,17 @@ import pytest
 import torch
 
 from decoding.verify import optimal, theory
-from tests.served import TOY, served
 from ui import api_tools
 from ui.endpoints import TOOLS
 
-pytestmark = pytest.mark.slow  # launches the app (about 20 s on a busy 2-core machine)
+pytestmark = pytest.mark.slow  # the app launched once with --mcp, shared with test_endpoints (conftest's api_server)
 mcp = pytest.importorskip("mcp", reason="the mcp package (requirements.txt) serves and reads the MCP endpoint")
 P, Q = [0.5, 0.3, 0.15, 0.05], [0.2, 0.5, 0.2, 0.1]
 
 
 @pytest.fixture(scope="module")
-def url():
-    with served(*TOY, "--mcp", "--max-nodes", "25", log_name="app-mcp.log") as server:
-        yield server.url + "gradio_api/mcp/"
+def url(api_server):
+    return api_server.url + "gradio_api/mcp/"
 
 
 def session_calls(url: str, calls: list[tuple[str, dict]]) -> tuple[list, list]:
