@@ -90,6 +90,7 @@ class _Settings:
     top_n: int = 8  # how many tokens of p and q each node keeps in its record
     record: bool = True  # False: fast path, no per-node tests or theory (benchmarks)
     adaptive: bool = False  # chains only: each step's length (1..len(branching)) chosen from past steps
+    fuzzy_threshold: float | None = None  # fuzzy's JS threshold T (nats); None: rules/fuzzy.DEFAULT_THRESHOLD
 
     def __post_init__(self) -> None:
         from decoding.verify.registry import VERIFIERS  # registry import kept local: config is imported early
@@ -99,6 +100,7 @@ class _Settings:
         if not isinstance(self.shape, Branching | Sequences):
             raise ValueError(f"the draft shape must be Branching(levels) or Sequences(k, depth), got {self.shape!r}")
         entry = VERIFIERS[self.verifier]
+        self._fill_fuzzy_threshold()
         self.shape.check()
         for k in self.level_widths:
             entry.check_k(k)
@@ -110,6 +112,18 @@ class _Settings:
         if self.adaptive and not (isinstance(self.shape, Branching) and set(self.shape.levels) == {1}):
             raise ValueError("adaptive length needs a chain (branching 1,1,...,1): its length is what adapts")
         self._check_ranges()
+
+    def _fill_fuzzy_threshold(self) -> None:
+        """None becomes the rule's default, so traces record the value used; a bad value is one line."""
+        from decoding.verify.rules.fuzzy import DEFAULT_THRESHOLD  # local: config is imported early (no torch)
+
+        if self.fuzzy_threshold is None:
+            object.__setattr__(self, "fuzzy_threshold", DEFAULT_THRESHOLD)
+        t = self.fuzzy_threshold
+        if isinstance(t, bool) or not isinstance(t, int | float) or not (math.isfinite(t) and t >= 0):
+            raise ValueError(f"the fuzzy threshold is a JS divergence in nats, >= 0 (ln 2 = 0.693 accepts every "
+                             f"candidate); got {t!r}")
+        object.__setattr__(self, "fuzzy_threshold", float(t))
 
     def _check_ranges(self) -> None:
         if self.tree_depth > MAX_DEPTH:
@@ -185,6 +199,12 @@ class DecodeConfig(_Settings):
         d = dict(d)
         shape = shape_of(d.pop("branching", None), d.pop("sequences", 0), d.pop("depth", 0))
         return DecodeConfig(shape=shape, **d)
+
+    def entry(self):
+        """The registry entry this config runs, with the parameters it sets (fuzzy's threshold)."""
+        from decoding.verify.registry import VERIFIERS
+
+        return VERIFIERS[self.verifier].configured(self)
 
     def with_(self, **changes) -> DecodeConfig:
         return replace(self, **changes)

@@ -21,7 +21,6 @@ from decoding.run.config import Branching, DecodeConfig
 from decoding.run.drafting import draft_tree
 from decoding.run.schema import RunSummary, StepRecord, Trace
 from decoding.run.scored import ScoredTree
-from decoding.verify.registry import VERIFIERS
 from decoding.verify.sampling import draw, make_generator, warp
 from decoding.verify.step_law import expected_tokens
 from decoding.verify.tree import DraftTree
@@ -70,7 +69,7 @@ class Run:
         self.lazy_theory = lazy_theory  # records leave alpha_exact/alpha_optimal None until fill_theory(index)
         self._theory_rows: dict[int, list[tuple[int, torch.Tensor, torch.Tensor]]] = {}
         self.chain_stats = adaptive.ChainStats()  # past steps only: what config.adaptive decides from
-        self.entry = VERIFIERS[config.verifier]
+        self.entry = config.entry()  # with the parameters the config sets (fuzzy threshold)
         self._state = state
         self.generator = torch.Generator(device="cpu")
         with out_of_memory_as_message():
