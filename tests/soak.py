@@ -10,6 +10,11 @@ handler drops the session's live run (ui.run_cache.RunCache.leave). Between roun
 those leaves (`--leave-wait`, past Gradio's 15 s heartbeat). Exit 1 when the resident memory after the last
 round is more than `--max-growth` above the memory after the first (that round loads and warms everything).
 A script, not a test: 400 embedded Steps take minutes on a 2-core machine.
+
+Gradio itself keeps a left page's gr.State (here the Session: its run state and every step's record) for
+an hour, so a reconnecting page finds it (gradio/state_holder.py, STATE_TTL_WHEN_CLOSED; the environment
+variable GRADIO_IS_E2E_TEST=1 makes that 1 s and the heartbeat 0.25 s): run with it to measure what
+specscope itself keeps.
 """
 
 from __future__ import annotations
