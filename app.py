@@ -20,7 +20,7 @@ from pathlib import Path
 import gradio as gr
 
 from decoding.verify.registry import VERIFIERS
-from ui import compare, controls, decode, help, inspector, lab, run_stats, trace_io, tree_view
+from ui import compare, controls, decode, help, inspector, lab, run_stats, speed, trace_io, tree_view
 from ui.caps import CEILINGS, Caps
 from ui.run_cache import RunCache
 from ui.session import PAIRS, Controls, new_session
@@ -60,6 +60,8 @@ def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = (),
             traces = trace_io.TraceIO.build()
             with gr.Tab("Verifier lab"):
                 lab.build(VERIFIERS)
+            with gr.Tab("Speed"):
+                fast = speed.build()
             help.build()
         views = Views(state, panel.status, [tree, nodes, stats, versus], controls=panel.widgets,
                       options=versus.options(), caps=caps)
@@ -70,6 +72,7 @@ def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = (),
         run_stats.wire(views, stats, decode_queue)
         changes += trace_io.wire(views, traces, runs)
         compare.wire(views, versus, decode_queue)
+        speed.wire(fast, state, runs, decode_queue)
         run_stats.wire_lazy(views, stats, tabs, changes, runs)
         demo.unload(_leaver(runs))
     return demo, views

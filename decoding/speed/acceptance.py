@@ -33,11 +33,16 @@ def node_acceptance(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
     return theory.acceptance("rrs_wor", p, q, min(k, max(support, 1))).value
 
 
-def table_from_rows(rows: Iterable[Row], widths: tuple[int, ...] = (1, 2)) -> AcceptanceTable:
-    rows = list(rows)
-    if not rows:
+def table_from_rows(rows: Iterable[Row], widths: tuple[int, ...] = (1, 2), known: Iterable[tuple[int, float]] = (),
+                    ratios: dict[int, float] | None = None) -> AcceptanceTable:
+    """The table from p/q rows; `known`: (depth, A(1)) already computed exactly (a shown step's sd-family
+    visits); `ratios`: A(k) / A(1) to use when no row is left to compute it on (e.g. the calibration's)."""
+    rows, known = list(rows), list(known)
+    if not rows and not known:
         raise ValueError("no p/q rows to measure acceptance on: run a few drafted steps first")
     by_depth: dict[int, list[float]] = defaultdict(list)
+    for depth, a in known:
+        by_depth[depth].append(a)
     for depth, p, q in rows:
         by_depth[depth].append(node_acceptance(p, q, 1))
     deepest = max(by_depth)
@@ -49,11 +54,26 @@ def table_from_rows(rows: Iterable[Row], widths: tuple[int, ...] = (1, 2)) -> Ac
     rates = {1: tuple(chain)}
     sample = rows[:: max(1, len(rows) // SAMPLED)][:SAMPLED]
     for k in (w for w in widths if w > 1):
-        pairs = [(node_acceptance(p, q, k), node_acceptance(p, q, 1)) for _, p, q in sample]
-        base = sum(a1 for _, a1 in pairs)
-        ratio = sum(ak for ak, _ in pairs) / base if base > 0 else 1.0
+        if sample:
+            pairs = [(node_acceptance(p, q, k), node_acceptance(p, q, 1)) for _, p, q in sample]
+            base = sum(a1 for _, a1 in pairs)
+            ratio = sum(ak for ak, _ in pairs) / base if base > 0 else 1.0
+        elif ratios and k in ratios:
+            ratio = ratios[k]
+        else:
+            continue
         rates[k] = tuple(min(1.0, a * ratio) for a in chain)
-    return AcceptanceTable(rates, len(rows))
+    return AcceptanceTable(rates, len(rows) + len(known))
+
+
+SD_AT_ONE = ("sd", "rrs", "rrs_wor")  # verifiers whose acceptance of one candidate is sd's, sum min(p, q)
+
+
+def known_from_records(records) -> list[tuple[int, float]]:
+    """(depth of the candidates, exact A(1)) of every visit with one candidate whose exact acceptance a view
+    already computed (alpha_exact), for the verifiers whose k = 1 acceptance is sd's."""
+    return [(r.nodes[v.node].depth + 1, v.alpha_exact) for r in records if r.verifier in SD_AT_ONE
+            for v in r.visits if len(v.candidates) == 1 and v.alpha_exact is not None and not v.alpha_stderr]
 
 
 def rows_of_record(record, kept: list[tuple[int, torch.Tensor, torch.Tensor]]) -> list[Row]:

@@ -39,7 +39,12 @@ CALIBRATION_PROMPTS = (
     "List three things a bicycle needs to be safe at night.",
     "Write a short Python function that returns the largest of three numbers.",
 )
+PROMPTS_BY_KIND = {"toy": ("the cat", "a big dog")}  # pairs whose vocabulary cannot say the prompts above
 Progress = Callable[[str], None]
+
+
+def prompts_for(pair_kind: str) -> tuple[str, ...]:
+    return PROMPTS_BY_KIND.get(pair_kind, CALIBRATION_PROMPTS)
 
 
 @dataclass(frozen=True)
@@ -134,50 +139,61 @@ def measure(pair, key: dict, progress: Progress) -> Calibration:
         plan = products.choose(product_ms)
     else:
         notes.append("no lean CPU target: the stock products only")
-    prompt_ids = engine.encode(pair, DecodeConfig(), CALIBRATION_PROMPTS[0])
-    progress("timing target forwards of 1..32 rows")
+    prompts = prompts_for(key["pair"])
+    prompt_ids = engine.encode(pair, DecodeConfig(), prompts[0])
+    progress("timing target forwards of 1..32 rows, with and without the plan")
+    heads = {}
     if lean is not None:
-        apply_plan(lean, {})
-    stock = target_curve(pair, prompt_ids)
-    if lean is not None and plan:
         apply_plan(lean, plan)
-        planned = target_curve(pair, prompt_ids)
-    else:
-        planned = stock
+        heads = {"planned": lean.head}
+        apply_plan(lean, {})
+        heads["stock"] = lean.head
+    curves = target_curves(pair, prompt_ids, heads)
+    if lean is not None:
+        lean.head = heads["planned"]  # the plan stays on
+    stock = curves["stock"]
+    planned = curves.get("planned", stock)
     progress("drafted steps: draft cost, step overhead and acceptance")
-    draft, overhead, tables = steps_and_acceptance(pair)
+    draft, overhead, tables = steps_and_acceptance(pair, prompts)
     costs = StepCosts(planned, draft, overhead)
     return Calibration(key, costs, StepCosts(stock, draft, overhead), plan, product_ms, tables,
                        round(time.perf_counter() - t0, 2), time.strftime("%Y-%m-%d %H:%M:%S"), tuple(notes))
 
 
-def target_curve(pair, prompt_ids: list[int], rows: tuple[int, ...] | None = None, repeats: int = 3
-                 ) -> tuple[tuple[int, float], ...]:
-    """(rows, median ms) of one target forward over a chain of `rows` nodes on a cached context, each
-    followed by the commit a step makes (root kept). One size at a time, after one untimed call: a run
-    repeats one tree size, and MKL's packed products keep only a few row buckets packed (packed_linear.py),
-    so interleaving sizes would time the repacking, which no run pays."""
+def target_curves(pair, prompt_ids: list[int], heads: dict[str, object], rows: tuple[int, ...] | None = None,
+                  repeats: int = 3) -> dict[str, tuple[tuple[int, float], ...]]:
+    """name -> (rows, median ms) of one target forward over a chain of `rows` nodes on a cached context, each
+    followed by the commit a step makes (root kept), with each of `heads` (the lean target's head objects;
+    {} for a pair without one) alternating call by call, so a busy machine slows them alike. One size at a
+    time, after one untimed call each: a run repeats one tree size, and MKL's packed products keep only a few
+    row buckets packed (packed_linear.py), so interleaving sizes would time the repacking no run pays."""
     rows = rows or ROWS
+    lean = lean_target_of(pair)
+    variants = heads or {"stock": None}
     target = pair.target_session()
     context = list(prompt_ids)
     target.start(context)
-    curve = []
+    curves: dict[str, list] = {name: [] for name in variants}
     for n in rows:
-        times = []
+        times: dict[str, list[float]] = {name: [] for name in variants}
         for i in range(repeats + 1):
-            tree = DraftTree.root(context[-1])
-            for j in range(n - 1):
-                tree = tree.add_draws(j, [prompt_ids[j % len(prompt_ids)]], merge=False)  # valid ids
-            start = time.perf_counter()
-            with torch.inference_mode():
-                score_tree(target, tree)  # [n, V]
-            if i:
-                times.append(1000 * (time.perf_counter() - start))
-            token = context[-2] if len(context) > 1 else context[-1]
-            target.commit([0], token, tree)
-            context.append(token)
-        curve.append((n, statistics.median(times)))
-    return tuple(curve)
+            for name, head in variants.items():
+                if head is not None:
+                    lean.head = head
+                tree = DraftTree.root(context[-1])
+                for j in range(n - 1):
+                    tree = tree.add_draws(j, [prompt_ids[j % len(prompt_ids)]], merge=False)  # valid ids
+                start = time.perf_counter()
+                with torch.inference_mode():
+                    score_tree(target, tree)  # [n, V]
+                if i:
+                    times[name].append(1000 * (time.perf_counter() - start))
+                token = context[-2] if len(context) > 1 else context[-1]
+                target.commit([0], token, tree)
+                context.append(token)
+        for name in variants:
+            curves[name].append((n, statistics.median(times[name])))
+    return {name: tuple(c) for name, c in curves.items()}
 
 
 def _run_steps(pair, config: DecodeConfig, prompt: str) -> tuple[list, list[acceptance.Row]]:
@@ -194,13 +210,13 @@ def _run_steps(pair, config: DecodeConfig, prompt: str) -> tuple[list, list[acce
     return steps, rows
 
 
-def steps_and_acceptance(pair, new_tokens: int = 24) -> tuple[tuple[tuple[int, float], ...], float,
-                                                               dict[float, AcceptanceTable]]:
+def steps_and_acceptance(pair, prompts: tuple[str, ...], new_tokens: int = 24
+                         ) -> tuple[tuple[tuple[int, float], ...], float, dict[float, AcceptanceTable]]:
     chain = DecodeConfig(verifier="sd", shape=Branching((1,) * 6), max_new_tokens=new_tokens, seed=0)
     per_level, overhead, tables = [], [], {}
     for temperature in TEMPERATURES:
         rows: list[acceptance.Row] = []
-        for prompt in CALIBRATION_PROMPTS:
+        for prompt in prompts:
             steps, got = _run_steps(pair, chain.with_(temperature=temperature), prompt)
             rows += got
             for wall, r in steps[1:]:  # the first step pays the prompt's prefill
@@ -210,7 +226,7 @@ def steps_and_acceptance(pair, new_tokens: int = 24) -> tuple[tuple[tuple[int, f
         widths = (1,) if temperature == 0 else (1, 2)
         tables[temperature] = acceptance.table_from_rows(rows, widths)
     wide = DecodeConfig(verifier="rrs_wor", shape=Branching((4, 1)), max_new_tokens=8, temperature=0.8, seed=0)
-    steps, _ = _run_steps(pair, wide, CALIBRATION_PROMPTS[1])
+    steps, _ = _run_steps(pair, wide, prompts[-1])
     one = statistics.median(per_level) if per_level else 0.0
     four = [r.draft_ms - one for _, r in steps[1:] if r.draft_forwards == 2]
     draft = ((1, one), (4, max(one, statistics.median(four)))) if four else ((1, one),)
