@@ -80,7 +80,8 @@ def facts_of(session: Session, runs: RunCache | None, force: bool,
     cal = calibrate.calibrated(pair, session.controls.pair, force=force)
     rows = kept_rows(session, runs)  # steps not shown yet: their p/q rows
     known = acceptance.known_from_records(session.steps)  # steps shown: their exact sd-family acceptance
-    widths = (1,) if config.temperature == 0 else (1, 2)
+    own = set(config.level_widths) if isinstance(config.shape, Branching) else set()
+    widths = tuple(sorted({1, 2} | {k for k in own if k <= 4}))  # the run's own widths too (exact, on a sample)
     fallback = cal.table(config.temperature)
     ratios = {k: v[0] / fallback.rates[1][0] for k, v in fallback.rates.items() if fallback.rates[1][0] > 0}
     from_run = bool(rows or known)

@@ -61,7 +61,7 @@ def shown_shapes(facts: SpeedFacts, top: int) -> tuple[ShapeRow, ...]:
 
 def figure(facts: SpeedFacts, top: int = 10) -> go.Figure:
     fig = make_subplots(rows=1, cols=3, column_widths=[0.36, 0.32, 0.32], horizontal_spacing=0.09,
-                        subplot_titles=("target forward of N rows (x 1 row)", "tokens per step (exact, this run)",
+                        subplot_titles=("target forward of N rows (x 1 row, log)", "tokens per step (exact, this run)",
                                         "predicted speed-up over the target alone"))
     one = facts.planned[0][1] or 1.0
     rows = [str(n) for n, _ in facts.planned]
@@ -78,6 +78,7 @@ def figure(facts: SpeedFacts, top: int = 10) -> go.Figure:
     fig.add_bar(x=labels, y=[s.speedup for s in shown], showlegend=False, row=1, col=3,
                 marker_color=[P_COLOR if s.speedup > 1 else RESIDUAL_COLOR for s in shown])
     fig.add_hline(y=1.0, line_dash="dot", row=1, col=3)
+    fig.update_yaxes(type="log", row=1, col=1)  # a GPU's flat curve and a CPU's steep one on one scale
     if facts.run_measured is not None and facts.run_label:
         fig.add_scatter(x=[f"{facts.run_label} (this run)"], y=[facts.run_measured], mode="markers",
                         name="this run, measured",

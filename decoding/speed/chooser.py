@@ -44,7 +44,9 @@ class AcceptanceTable:
         return tuple(sorted(self.rates))
 
     def rate(self, k: int, depth: int) -> float:
-        by_depth = self.rates[k]
+        """A(k, depth); a width never measured takes the widest measured below it (a lower bound: more
+        candidates never accept less)."""
+        by_depth = self.rates[k if k in self.rates else max(w for w in self.rates if w < k)]
         return by_depth[min(depth, len(by_depth)) - 1]
 
     def to_dict(self) -> dict:

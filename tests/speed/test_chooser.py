@@ -71,3 +71,9 @@ def test_the_search_covers_node_budgets_and_depths():
     found = shapes(max_depth=3, widths=(1, 2), max_nodes=6)
     assert (1,) in found and (2, 2) in found and (2, 1, 1) in found and (1, 1, 1) in found
     assert (2, 2, 1) not in found  # 2 + 4 + 4 nodes > 6
+
+
+def test_a_width_never_measured_takes_the_widest_below_it():
+    table = AcceptanceTable({1: (0.5,), 2: (0.7,)})
+    assert table.rate(3, 1) == 0.7 and table.rate(1, 4) == 0.5
+    assert expected_tokens((3, 2, 2), table) == pytest.approx(1 + 0.7 + 0.49 + 0.343)

@@ -53,3 +53,16 @@ def test_the_view_explains_a_live_run(session_and_runs):
 def test_without_a_run_the_view_says_what_to_do():
     text, figure = speed.explain(Session(), RunCache(), progress=None)
     assert text == "⚠️ press Step or Run first: the view predicts from this run's own p and q" and figure is None
+
+
+def test_a_tree_run_of_width_three_is_explained_too(tmp_path, monkeypatch):
+    """The app's default shape (rrs_wor 3,2,2): widths the calibration never measured are computed on the run."""
+    monkeypatch.setenv("SPECSCOPE_CACHE", str(tmp_path))
+    runs = RunCache()
+    _, views = app.build_page("toy", runs)
+    raw = {f.name: getattr(CONTROLS, f.name) for f in fields(Controls)} | {"verifier": "rrs_wor", "branching": "3,2,2"}
+    session = None
+    for _ in range(2):
+        session = ui_controls.step(views, views.inputs(session, **raw), progress=None, runs=runs)[views.state]
+    text, figure = speed.explain(session, runs, progress=None)
+    assert "This run, rrs_wor 3,2,2: predicted" in text and figure is not None
