@@ -21,7 +21,20 @@ import gradio as gr
 
 from decoding.models import space
 from decoding.verify.registry import VERIFIERS
-from ui import api_tools, compare, controls, decode, endpoints, help, inspector, lab, run_stats, trace_io, tree_view
+from ui import (
+    api_tools,
+    compare,
+    controls,
+    decode,
+    endpoints,
+    help,
+    inspector,
+    lab,
+    run_stats,
+    speed,
+    trace_io,
+    tree_view,
+)
 from ui.caps import CEILINGS, Caps
 from ui.run_cache import RunCache
 from ui.session import PAIRS, Controls, new_session
@@ -61,6 +74,8 @@ def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = (),
             traces = trace_io.TraceIO.build()
             with gr.Tab("Verifier lab"):
                 lab.build(VERIFIERS)
+            with gr.Tab("Speed"):
+                fast = speed.build()
             help.build()
         views = Views(state, panel.status, [tree, nodes, stats, versus], controls=panel.widgets,
                       options=versus.options(), caps=caps)
@@ -71,6 +86,7 @@ def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = (),
         run_stats.wire(views, stats, decode_queue)
         changes += trace_io.wire(views, traces, runs)
         compare.wire(views, versus, decode_queue)
+        speed.wire(fast, state, runs, decode_queue)
         run_stats.wire_lazy(views, stats, tabs, changes, runs)
         api_tools.register(caps)  # API-only endpoints (the MCP tools)
         demo.unload(_leaver(runs))
