@@ -20,6 +20,7 @@ from decoding.lab.node import node_report, sequence_report
 from decoding.lab.tradeoff import FUZZY, tradeoff
 from decoding.lab.trees import parse_shape
 from decoding.verify.entry import Verifier
+from ui.endpoints import public
 from viz import lab as viz_lab
 
 HEADERS = ["token", "p (target)", "q (draft)"]
@@ -207,11 +208,12 @@ def _wire(registry, preset, table, k, verifiers, samples, outs, seq) -> None:
 
     inputs, outputs = [table, k, verifiers, samples, drawn], [*outs, drawn]
     preset.change(pick, [preset], [table], show_progress="hidden").then(redraw, inputs, outputs)
-    table.input(redraw, inputs, outputs, trigger_mode="always_last")  # user edits only: a preset pick runs above
+    # user edits only (a preset pick runs above); the one of these four redraws published as /lab_node
+    table.input(redraw, inputs, outputs, trigger_mode="always_last", **public("lab_node"))
     k.change(redraw, inputs, outputs, trigger_mode="always_last")
     verifiers.change(redraw, inputs, outputs, trigger_mode="always_last")
     seq_key, shape, go_btn, seq_plot, seq_md = seq
-    go_btn.click(certify_click, [preset, table, seq_key, shape], [seq_plot, seq_md])
+    go_btn.click(certify_click, [preset, table, seq_key, shape], [seq_plot, seq_md], **public("lab_certify"))
 
 
 def _plain(table: Any) -> list:

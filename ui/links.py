@@ -13,14 +13,14 @@ from typing import Any
 
 import gradio as gr
 
-from ui import decode
+from ui import decode, endpoints
 from ui.link_query import TABS, Link, cli_command, link_query, read_link
 from ui.run_cache import RunCache
 from ui.session import SHAPES, Controls, Session
 from ui.views import Out, Views, md
 
 TAB_LABELS = {"Compare verifiers": "compare", "Run statistics": "stats", "Trace: export / import": "trace",
-              "Verifier lab": "lab", "How to read this": "help"}
+              "Verifier lab": "lab", "Speed": "speed", "How to read this": "help"}
 # After the server wrote "?query" into the link box: the full URL (plus the tab on screen), copied.
 COPY_JS = """(q) => {
   if (!q || !q.startsWith('?')) return q;
@@ -138,8 +138,9 @@ def wire(demo: gr.Blocks, views: Views, panel: LinkPanel, tabs: gr.Tabs, slider:
 
     widgets = [*views.controls.values(), *views.options.values()]
     outputs = list(dict.fromkeys([*widgets, tabs, panel.notice, *views.outputs()]))
-    demo.load(on_load, [views.state], outputs, api_name="open_link", api_visibility="undocumented",
-              show_progress_on=[views.status], **decode_queue)
+    demo.load(on_load, [views.state], outputs, api_name="open_link", show_progress_on=[views.status],
+              **decode_queue)  # internal to the page (ui.endpoints.hide_internal)
     inputs = {views.state, slider, *widgets}
     panel.copy.click(lambda values: share(views, values, slider), inputs, [panel.link, panel.cli],
-                     api_name="share_link", show_progress="hidden").then(None, [panel.link], [panel.link], js=COPY_JS)
+                     show_progress="hidden", **endpoints.public("share_link")).then(
+        None, [panel.link], [panel.link], js=COPY_JS)

@@ -109,7 +109,7 @@ def follow(panel: inspector.Inspector, session: Session | None, position: Any, v
 
 def wire(views: Views, panel: StoryPanel, nodes: inspector.Inspector, slider: gr.Slider) -> None:
     panel.verifier.input(pick, [views.state, slider, panel.verifier], [panel.html], show_progress="hidden",
-                         api_name="story_verifier", api_visibility="undocumented")
+                         api_name="story_verifier")
     panel.node.change(lambda s, p, v: follow(nodes, s, p, v), [views.state, slider, panel.node],
                      [nodes.node, nodes.plot, nodes.tests], show_progress="hidden", trigger_mode="always_last",
-                     api_name="story_node", api_visibility="undocumented")
+                     api_name="story_node")

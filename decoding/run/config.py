@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields, replace
 
+from decoding.run.costs import StepCosts
+
 # Bounds that keep one step affordable on a shared CPU Space; raise them for local research runs.
 MAX_NODES = 128
 MAX_DEPTH = 12
@@ -91,6 +93,8 @@ class _Settings:
     record: bool = True  # False: fast path, no per-node tests or theory (benchmarks)
     adaptive: bool = False  # chains only: each step's length (1..len(branching)) chosen from past steps
     fuzzy_threshold: float | None = None  # fuzzy's JS threshold T (nats); None: rules/fuzzy.DEFAULT_THRESHOLD
+    costs: StepCosts | None = None  # this machine's calibrated costs: adaptive decides from them (run/costs.py)
+    drafting: bool = True  # False: the target alone, one one-row target forward a step (no draft is asked)
 
     def __post_init__(self) -> None:
         from decoding.verify.registry import VERIFIERS  # registry import kept local: config is imported early
@@ -109,6 +113,8 @@ class _Settings:
                 f"K independent sequences give i.i.d. candidates; verifier {self.verifier!r} needs "
                 f"the {str(entry.law)!r} law: use a branching tree (e.g. 3,2,2) instead"
             )
+        if self.costs is not None and not isinstance(self.costs, StepCosts):
+            raise ValueError(f"costs must be a StepCosts (decoding.run.costs), got {type(self.costs).__name__}")
         if self.adaptive and not (isinstance(self.shape, Branching) and set(self.shape.levels) == {1}):
             raise ValueError("adaptive length needs a chain (branching 1,1,...,1): its length is what adapts")
         self._check_ranges()
@@ -192,12 +198,22 @@ class DecodeConfig(_Settings):
     def to_dict(self) -> dict:
         flat = {"verifier": self.verifier, "branching": list(self.branching), "sequences": self.sequences,
                 "depth": self.depth}  # the keys and order traces have always had
-        return {**flat, **{f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("verifier", "shape")}}
+        rest = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("verifier", "shape")}
+        for key, default in _WRITTEN_WHEN_SET.items():  # absent at their default: older readers see no new key
+            if rest[key] == default:
+                del rest[key]
+        if self.costs is not None:
+            rest["costs"] = self.costs.to_dict()
+        return {**flat, **rest}
 
     @staticmethod
     def from_dict(d: dict) -> DecodeConfig:
         d = dict(d)
         shape = shape_of(d.pop("branching", None), d.pop("sequences", 0), d.pop("depth", 0))
+        if d.get("costs") is not None:
+            if not isinstance(d["costs"], dict):
+                raise ValueError("costs: expected an object")
+            d["costs"] = StepCosts.from_dict(d["costs"])
         return DecodeConfig(shape=shape, **d)
 
     def entry(self):
@@ -208,6 +224,9 @@ class DecodeConfig(_Settings):
 
     def with_(self, **changes) -> DecodeConfig:
         return replace(self, **changes)
+
+
+_WRITTEN_WHEN_SET = {"costs": None, "drafting": True}
 
 
 def parse_branching(text: str) -> tuple[int, ...]:

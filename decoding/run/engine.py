@@ -152,9 +152,11 @@ class Run:
     # ---- the step, as a story ---------------------------------------------------------------------
     def _step_config(self) -> DecodeConfig:
         """This step's shape: the config's, or (adaptive) a chain length chosen from past steps only."""
-        if not self.config.adaptive:
+        if not self.config.adaptive or not self.config.drafting:
             return self.config
-        length = adaptive.chain_length(self.chain_stats, len(self.config.branching))
+        length = adaptive.chain_length(self.chain_stats, len(self.config.branching), self.config.costs)
+        if length == 0:
+            return self.config.with_(drafting=False)
         return self.config.with_(shape=Branching((1,) * length))
 
     def _draft_score_verify(self) -> tuple[StepRecord, list[int], list[int], DraftTree]:
