@@ -16,7 +16,7 @@ import gradio as gr
 from ui import decode, endpoints
 from ui.link_query import TABS, Link, cli_command, link_query, read_link
 from ui.run_cache import RunCache
-from ui.session import SHAPES, Controls, Session
+from ui.session import SHAPES, Configured, Controls, Session
 from ui.views import Out, Views, md
 
 TAB_LABELS = {"Compare verifiers": "compare", "Run statistics": "stats", "Trace: export / import": "trace",
@@ -118,7 +118,8 @@ def run_steps(views: Views, session: Session, link: Link, runs: RunCache | None,
         return session
     from ui.compare import MC_DRAWS
 
-    run, fresh = decode.open_run(Session(key=session.key), link.controls, None, views.caps, link.compare,
+    configured = Configured(link.controls, link.controls.config(views.caps))  # read_link checked the caps
+    run, fresh = decode.open_run(Session(key=session.key), configured, None, link.compare,
                                  MC_DRAWS if link.compare else 0, runs=runs)
     for _ in range(link.steps):
         if decode.advance(run) is None or run.done:
