@@ -19,16 +19,44 @@ from pathlib import Path
 
 import gradio as gr
 
+from decoding.models import space
 from decoding.verify.registry import VERIFIERS
-from ui import compare, controls, decode, help, inspector, lab, run_stats, trace_io, tree_view
+from ui import (
+    api_tools,
+    compare,
+    controls,
+    decode,
+    endpoints,
+    help,
+    inspector,
+    lab,
+    links,
+    run_stats,
+    speed,
+    story,
+    teach,
+    trace_io,
+    tree_view,
+)
 from ui.caps import CEILINGS, Caps
 from ui.run_cache import RunCache
 from ui.session import PAIRS, Controls, new_session
 from ui.views import Views
 
 PLOTLY_ONCE = Path(__file__).resolve().parent / "assets" / "plotly_once.js"
+STORY_JS = Path(__file__).resolve().parent / "assets" / "story.js"
 CSS = (".specscope-status p { margin: 0.2em 0; } #tree-plot { min-height: 320px; } "
-       ".specscope-offscreen { position: absolute !important; left: -10000px; top: 0; width: 640px; }")
+       ".specscope-offscreen { position: absolute !important; left: -10000px; top: 0; width: 640px; } "
+       # table headers break between words, never inside one ("candida te")
+       "th span.header { word-break: normal !important; overflow-wrap: normal !important; hyphens: none; } "
+       "#tests-table th span.header, #compare-table th span.header { font-size: 0.78em; } "
+       # an empty plot (the compare tab before its first comparison) takes no room, not a placeholder icon
+       "#compare-multiples:has(.empty), #compare-laws:has(.empty), #compare-runs-plot:has(.empty) "
+       "{ display: none !important; } "
+       "#story-text { font-size: 1.05em; min-height: 3em; padding: 0.4em 0; } "
+       ".story-bar { display: flex; gap: 0.5em; align-items: center; flex-wrap: wrap; } "
+       ".story-bar button { min-width: 2.6em; padding: 0.2em 0.6em; border: 1px solid #bbb; border-radius: 6px; } "
+       "#story-position { font-weight: 600; margin-left: 0.5em; }")
 INTRO = ("# specscope\nLive multi-candidate speculative decoding: a draft model (q) proposes a tree of tokens, "
          "the target (p) scores it in one forward, a verifier accepts a path.")
 
@@ -41,7 +69,7 @@ def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = (),
     caps = caps or Caps()
     runs = RunCache() if runs is None else runs
     default = replace(Controls(), pair=default_pair,
-                      prompt=controls.example_prompts()["toy" if default_pair == "toy" else "text"][0])
+                      prompt=controls.example_prompts()["toy" if default_pair == "toy" else "text"][0]).within(caps)
     with gr.Blocks(title="specscope", analytics_enabled=False) as demo:
         gr.Markdown(INTRO)
         if notices:  # launch-time problems, e.g. a refused --verifier-file
@@ -50,7 +78,10 @@ def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = (),
         with gr.Row():
             with gr.Column(scale=2, min_width=320):
                 panel = controls.ControlsPanel.build(default, caps)
+                sharing = links.LinkPanel.build()
+                teach.build()
             with gr.Column(scale=5):
+                told = story.StoryPanel.build()
                 tree = tree_view.TreeView.build()
                 tree_view.plotly_warmup()
                 nodes = inspector.Inspector.build()
@@ -58,20 +89,27 @@ def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = (),
             versus = compare.ComparePanel.build(default)
             stats = run_stats.RunStats.build()
             traces = trace_io.TraceIO.build()
-            with gr.Tab("Verifier lab"):
+            with gr.Tab("Verifier lab", id="lab"):
                 lab.build(VERIFIERS)
+            with gr.Tab("Speed", id="speed"):
+                fast = speed.build()
             help.build()
-        views = Views(state, panel.status, [tree, nodes, stats, versus], controls=panel.widgets,
+        views = Views(state, panel.status, [tree, nodes, stats, versus, told], controls=panel.widgets,
                       options=versus.options(), caps=caps)
         decode_queue = dict(concurrency_limit=_concurrency(), concurrency_id="decode")
         changes = controls.wire(views, panel, decode_queue, runs)
         tree_view.wire(views, tree, runs)
         inspector.wire(views, nodes, tree.slider)
+        story.wire(views, told, nodes, tree.slider)
+        links.wire(demo, views, sharing, tabs, tree.slider, default, decode_queue, runs)
         run_stats.wire(views, stats, decode_queue)
         changes += trace_io.wire(views, traces, runs)
         compare.wire(views, versus, decode_queue)
+        speed.wire(fast, state, runs, decode_queue)
         run_stats.wire_lazy(views, stats, tabs, changes, runs)
+        api_tools.register(caps)  # API-only endpoints (the MCP tools)
         demo.unload(_leaver(runs))
+    endpoints.hide_internal(demo)  # the API lists ui.endpoints.ENDPOINTS only
     return demo, views
 
 
@@ -106,6 +144,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "(= python -m bench step --pair P --clicks N)")
     parser.add_argument("--verifier-file", action="append", default=[], metavar="PATH",
                         help="a local Python file with your own verifier (README); repeatable; registered at launch")
+    parser.add_argument("--mcp", action=argparse.BooleanOptionalAction, default=space.on_space(),
+                        help="also serve the MCP server (its tools: " + ", ".join(endpoints.TOOLS)
+                             + "); on by default on a Hugging Face Space")
     for name, (ceiling, what) in CEILINGS.items():
         parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=ceiling, metavar="N",
                             help=f"limit on {what} per run (default and most: {ceiling})")
@@ -138,21 +179,30 @@ def main(argv: list[str] | None = None) -> None:
     demo = build_app(default_pair=args.pair, notices=tuple(notices), caps=args.caps)
     if not args.no_preload:
         threading.Thread(target=decode.preload, args=(args.pair,), daemon=True, name="specscope-preload").start()
-    serve(demo, args.host, args.port)
+    serve(demo, args.host, args.port, mcp=args.mcp)
 
 
-def serve(demo: gr.Blocks, host: str, port: int, block: bool = True) -> None:
-    """Queue and launch the page as the Space serves it (block=False returns once it listens: tests)."""
+def serve(demo: gr.Blocks, host: str, port: int, block: bool = True, mcp: bool = False) -> None:
+    """Queue and launch the page as the Space serves it (block=False returns once it listens: tests).
+
+    `mcp`: also serve Gradio's MCP server at /gradio_api/mcp/ with only the tools in endpoints.TOOLS
+    (Gradio would offer every public endpoint; the page's own endpoints take widget values, not questions)."""
     # run_history=False: gradio 6 otherwise keeps the last 100 runs of every event, inputs and outputs
     # (each Step's figures), in the browser's localStorage, re-read and re-written on every click: a
     # Step's cost grew with the session, up to the 5 MB quota and its retry loop.
     demo.queue(max_size=64).launch(server_name=host, server_port=port, css=CSS, head=head(), run_history=False,
-                                   max_file_size="50mb", show_error=False, prevent_thread_lock=not block)
+                                   max_file_size="50mb", show_error=False, prevent_thread_lock=True,
+                                   mcp_server=mcp)
+    if mcp:
+        endpoints.only_tools(demo)
+    if block:
+        demo.block_thread()
 
 
 def head() -> str:
-    """The page's <head> additions: assets/plotly_once.js (each Step figure drawn once, not twice)."""
-    return f"<script>\n{PLOTLY_ONCE.read_text(encoding='utf-8')}</script>"
+    """The page's <head> additions: assets/plotly_once.js (each Step figure drawn once, not twice) and
+    assets/story.js (the step's story moved through in the page)."""
+    return "".join(f"<script>\n{js.read_text(encoding='utf-8')}</script>" for js in (PLOTLY_ONCE, STORY_JS))
 
 
 if __name__ == "__main__":

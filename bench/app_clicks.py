@@ -15,6 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench import story_clicks
 from bench.local_app import CHROMIUM, ROOT, chromium, launched
 
 # In the page: click Step, poll until the status names step n and the tree figure's title shows step n
@@ -84,6 +85,7 @@ def bench_pair(args: argparse.Namespace, pair: str) -> tuple[float, list[float],
                 break  # a warning, or the run finished: no more steps to time
             ms, text = page.evaluate(CLICK_JS, n)
             times.append(ms)
+        print(story_clicks.report(pair, *story_clicks.measure(page)), flush=True)  # the story's ◀/▶ on the last step
     return first, times, (text.strip() if "\u26a0" in text else None)
 
 

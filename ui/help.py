@@ -11,7 +11,7 @@ HELP_HEADING = "## The app: what each panel shows and how to read it"
 
 
 def build() -> None:
-    with gr.Tab("How to read this"):
+    with gr.Tab("How to read this", id="help"):
         gr.Markdown(help_text())
 
 

@@ -8,13 +8,15 @@ from typing import Any
 
 import gradio as gr
 
+from ui.endpoints import public
 from ui.session import Session
 from ui.views import Out, Views, plot
 from viz import node_figure
 from viz.tokens import shorten, visible
 
 # event, candidate, token, numerator, denominator, threshold, u, passed, note: narrow number columns, a wide note
-TEST_WIDTHS = ["13%", "9%", "9%", "9%", "9%", "9%", "8%", "7%", "27%"]
+# (the headers' font is smaller (app.CSS) so "candidate" and "denominator" fit whole in their columns)
+TEST_WIDTHS = ["12%", "10%", "9%", "10%", "11%", "10%", "9%", "8%", "21%"]
 
 
 @dataclass
@@ -83,4 +85,4 @@ def inspect(panel: Inspector, session: Session | None, position: Any, node: Any)
 
 def wire(views: Views, panel: Inspector, slider: gr.Slider) -> None:
     panel.node.input(partial(inspect, panel), [views.state, slider, panel.node], [panel.plot, panel.tests],
-                     show_progress="hidden")
+                     show_progress="hidden", **public("inspect_node"))

@@ -21,6 +21,7 @@ import gradio as gr
 from decoding.run import engine
 from decoding.run.config import DecodeConfig
 from ui import decode
+from ui.endpoints import public
 from ui.run_cache import RunCache
 from ui.session import Session
 from ui.views import Out, Views
@@ -40,7 +41,7 @@ class RunStats:
 
     @classmethod
     def build(cls) -> RunStats:
-        with gr.Tab(LABEL) as tab:
+        with gr.Tab(LABEL, id="stats") as tab:
             baseline = gr.Button("Compare with the target alone (plain decoding)", size="sm")
             summary = gr.Markdown("Press **Step** to draft and verify one tree.")
             plot = gr.Plot(label="run statistics", show_label=False, elem_id="stats-plot")
@@ -112,7 +113,7 @@ def tab_selected(panel: RunStats, session: Session | None, label: str | None, ru
 
 
 def wire(views: Views, panel: RunStats, decode_queue: dict) -> None:
-    panel.baseline.click(partial(baseline, views), [views.state], views.outputs(), **decode_queue)
+    panel.baseline.click(partial(baseline, views), [views.state], views.outputs(), **public("baseline"), **decode_queue)
 
 
 def wire_lazy(views: Views, panel: RunStats, tabs: gr.Tabs, changes: list, runs: RunCache | None = None) -> None:

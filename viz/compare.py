@@ -54,26 +54,38 @@ def _title(v: CompareVerdict, run_verifier: str, first_of_tree: str) -> str:
             f"L={len(v.accepted_path) - 1}, E[tokens]={v.expected_tokens:.2f}")
 
 
+MAX_COLUMNS = 4  # more trees per row and their three-line titles overlap (7 verifiers did)
+
+
+def grid(n: int) -> tuple[int, int]:
+    """(rows, columns) of the small multiples: at most MAX_COLUMNS trees side by side."""
+    cols = min(n, MAX_COLUMNS)
+    return -(-n // cols), cols
+
+
 def small_multiples(record: CompareRecord) -> go.Figure:
-    """One tree per verifier, side by side, accepted path in green; emitted tokens under each tree."""
+    """One tree per verifier, MAX_COLUMNS to a row, accepted path in green; emitted tokens under each tree."""
     n = len(record.verdicts)
+    rows, cols = grid(n)
     first: dict[str, str] = {}
     for v in record.verdicts:
         first.setdefault(v.tree_group, v.key)
     titles = [_title(v, record.run_verifier, first[v.tree_group]) for v in record.verdicts]
-    fig = make_subplots(rows=1, cols=n, shared_yaxes=True, horizontal_spacing=0.02, subplot_titles=titles)
-    for col, v in enumerate(record.verdicts, start=1):
+    fig = make_subplots(rows=rows, cols=cols, shared_yaxes=True, horizontal_spacing=0.03,
+                        vertical_spacing=0.3 / rows if rows > 1 else 0.3, subplot_titles=titles)
+    for i, v in enumerate(record.verdicts):
+        row, col = divmod(i, cols)
         for trace in _tree_traces(v):
-            fig.add_trace(trace, row=1, col=col)
+            fig.add_trace(trace, row=row + 1, col=col + 1)
         emitted = " ".join(_label(t) for t in v.emitted_texts)
-        fig.add_annotation(text=f"emits: <b>{emitted}</b>", xref=f"x{col if col > 1 else ''} domain",
-                           yref="paper", x=0.5, y=-0.22, showarrow=False, font=dict(size=11))
-        fig.update_xaxes(range=[-0.3, max(1, max(tidy_layout(v.parents).x)) + 0.9], title_text="depth",
-                         dtick=1, row=1, col=col)
+        axis = "" if i == 0 else str(i + 1)
+        fig.add_annotation(text=f"emits: <b>{emitted}</b>", xref=f"x{axis} domain", yref=f"y{axis} domain",
+                           x=0.5, y=-0.1, showarrow=False, font=dict(size=11))
+        fig.update_xaxes(range=[-0.3, max(1, max(tidy_layout(v.parents).x)) + 0.9], dtick=1, row=row + 1, col=col + 1)
     fig.update_yaxes(autorange="reversed", showticklabels=False)
-    fig.update_layout(showlegend=False, height=480, margin=dict(l=10, r=10, t=120, b=90),
+    fig.update_layout(showlegend=False, height=60 + 420 * rows, margin=dict(l=10, r=10, t=120, b=60),
                       title=dict(text=f"One step, {n} verifiers, one target forward over {record.forest_nodes} "
-                                      "forest nodes", y=0.98, yanchor="top"))
+                                      "forest nodes (x: depth)", y=0.995, yanchor="top"))
     return fig
 
 

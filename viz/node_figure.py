@@ -129,6 +129,8 @@ def node_title(step: StepRecord, node: NodeRecord, visit: VisitRecord | None) ->
     head = f"node {node.id} <b>{label(node.text, 30)}</b> (depth {node.depth}, {node.status})"
     if step.tree_events:
         return head + f"<br>{step.verifier} judges the whole tree: its tests, in order, are in the table (▶ this node)"
+    if visit is None and len(step.nodes) == 1:
+        return head + "<br>nothing was drafted at this step: the target's own next token was emitted (plain decoding)"
     if visit is None:
         return head + "<br>no verification here: this node was not on the accepted path"
     outcome = ("residual sample" if visit.accepted is None

@@ -131,7 +131,7 @@ def _layout(step: StepRecord, points: list[Point], title: str | None) -> dict:
 def default_title(step: StepRecord) -> str:
     expected = "" if step.expected_tokens is None else f" (expected {step.expected_tokens:.2f})"
     return (f"step {step.index + 1} · {html.escape(step.verifier)} · {len(step.nodes) - 1} drafted nodes · "
-            f"{step.n_emitted} tokens emitted{expected}")
+            f"{step.n_emitted} token{'' if step.n_emitted == 1 else 's'} emitted{expected}")
 
 
 def figure_categories(fig: go.Figure | dict) -> dict[str, int]:

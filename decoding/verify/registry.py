@@ -10,9 +10,11 @@ from __future__ import annotations
 from decoding.verify import laws
 from decoding.verify.entry import Verifier
 from decoding.verify.rules import (
+    fuzzy,
     greedy,
     hu_greedy,
     khisti_is,
+    ot_optimal,
     pointmass,
     rrs,
     rrs_wor,
@@ -125,6 +127,30 @@ VERIFIERS: dict[str, Verifier | TreeVerifier] = {
         description="At each node accept the first candidate with p(x) > min(0.09, 0.3 exp(-H(p))) (exact "
         "entropy); else emit argmax p. Medusa itself picks the longest typical path: see typical_medusa.",
         paper="Cai et al. 2024, Medusa: Simple LLM Inference Acceleration Framework",
+    ),
+    # ---- ot: the optimal-transport coupling (exact LP) and fuzzy speculative decoding (lossy, tunable) ----
+    "ot_optimal": Verifier.from_rule(
+        ot_optimal,
+        name="ot_optimal",
+        title="Optimal transport: the coupling that reaches alpha* (exact LP)",
+        lossless=True,
+        law=laws.get("iid"),
+        max_candidates=None,
+        description="k i.i.d. drafts verified by the optimal coupling of the tuple and p (the transport LP, solved "
+        "exactly per node; small draft supports only for k >= 2): acceptance = alpha*.",
+        paper="Thomas & Pal 2025, Optimal Multi-Draft Speculative Sampling (arXiv 2511.15898); Sun et al. 2023",
+    ),
+    "fuzzy": Verifier.from_rule(
+        fuzzy,
+        name="fuzzy",
+        title="Fuzzy speculative decoding: accept iff JS(p, q) <= T (lossy)",
+        lossless=False,
+        law=laws.get("iid"),
+        max_candidates=None,
+        description=f"Accept the first candidate when the node's JS divergence between p and q is at most T "
+        f"(--fuzzy-threshold, default {fuzzy.DEFAULT_THRESHOLD}); else draw the token from p.",
+        paper="Holsman, Huang, Dhingra 2025, Fuzzy Speculative Decoding (ACL Findings 2025, arXiv 2502.20704)",
+        params=(("threshold", "fuzzy_threshold"),),
     ),
     # ---- tree level: these judge the whole tree at once (entry.level == "tree"; no node-level rule) ----
     "block": TreeVerifier(

@@ -17,7 +17,9 @@ F64 = torch.float64
 P12 = torch.tensor([0.50, 0.30, 0.15, 0.05], dtype=F64)  # docs/verifiers.md §12: V = {A, B, C, D}
 Q12 = torch.tensor([0.20, 0.50, 0.20, 0.10], dtype=F64)
 A, B, C, D = 0, 1, 2, 3
-KEYS = ["sd", "rrs", "rrs_wor", "spectr", "spechub", "khisti_is", "hu_greedy", "pointmass", "greedy", "typical"]
+KEYS = ["sd", "rrs", "rrs_wor", "spectr", "spechub", "khisti_is", "hu_greedy", "pointmass", "greedy", "typical",
+        "ot_optimal", "fuzzy"]
+LOSSY = ("greedy", "typical", "fuzzy")
 
 
 def test_registry_keys_laws_and_badges():
@@ -33,15 +35,17 @@ def test_registry_keys_laws_and_badges():
         "pointmass": "any",
         "greedy": "any",
         "typical": "any",
+        "ot_optimal": "iid",
+        "fuzzy": "iid",
     }
     for key in KEYS:
         entry = VERIFIERS[key]
         assert entry.name == key
         assert str(entry.law) == expected_law[key] and entry.law is laws.get(expected_law[key])
-        assert entry.lossless == (key not in ("greedy", "typical"))
+        assert entry.lossless == (key not in LOSSY)
         assert entry.title and entry.paper and entry.description and "\n" not in entry.description
     assert VERIFIERS["sd"].max_candidates == 1 and VERIFIERS["spechub"].max_candidates == 2
-    assert [k for k in lossless_keys() if k in KEYS] == [k for k in KEYS if k not in ("greedy", "typical")]
+    assert [k for k in lossless_keys() if k in KEYS] == [k for k in KEYS if k not in LOSSY]
 
 
 def _cases(V: int, seed: int):

@@ -1,0 +1,95 @@
+// specscope: the step's story (viz/story_html.py), moved through in the page: no server round trip per event.
+//
+// ◀ / ▶ show the previous / next event: its narration in #story-text, "event i of n" in #story-position, the
+// tree points it is about highlighted (the rest dimmed, straight on the drawn SVG: no plotly redraw), and
+// the node it is about sent to the inspector through the hidden #story-node box (one server call, after).
+// ▶▶ plays the events at the pace of #story-pace. Loaded in the page's <head> (app.head).
+(() => {
+  let timer = null;
+  let shown = null;  // the #story element the page shows now (a new step replaces it)
+  const story = () => document.getElementById("story");
+  const items = (s) => s.querySelectorAll("#story-events > li");
+
+  const stop = () => {
+    if (timer) clearTimeout(timer);
+    timer = null;
+    const play = document.getElementById("story-play");
+    if (play) play.textContent = "▶▶";
+  };
+
+  const highlight = (focus) => {
+    const gd = document.querySelector("#tree-plot .js-plotly-plot");
+    if (!gd || !gd.data) return;
+    const keep = focus ? new Set(focus) : null;
+    gd.querySelectorAll(".scatterlayer .trace").forEach((g, i) => {
+      const ids = gd.data[i] && gd.data[i].customdata;
+      if (!ids) { g.style.opacity = keep ? "0.3" : ""; return; }  // edges
+      const points = g.querySelectorAll("path.point");
+      const texts = g.querySelectorAll(".textpoint");
+      ids.forEach((row, j) => {
+        const o = !keep || keep.has(Number(row[0])) ? "" : "0.15";
+        if (points[j]) points[j].style.opacity = o;
+        if (texts[j]) texts[j].style.opacity = o;
+      });
+    });
+  };
+
+  // The inspector follows once the story rests (120 ms without a move): quick ◀/▶ presses send one call.
+  let pending = null;
+  const follow = (s, node) => {
+    if (pending) clearTimeout(pending);
+    pending = setTimeout(() => {
+      pending = null;
+      const box = document.querySelector("#story-node textarea, #story-node input");
+      const value = `${s.dataset.key}:${node}`;
+      if (!box || box.value === value) return;
+      box.value = value;
+      box.dispatchEvent(new Event("input", { bubbles: true }));
+    }, 120);
+  };
+
+  const show = (s, i) => {
+    const all = items(s);
+    if (!all.length) return;
+    i = Math.max(0, Math.min(all.length - 1, i));
+    const e = all[i];
+    s.dataset.at = String(i);
+    document.getElementById("story-text").textContent = e.textContent;
+    document.getElementById("story-position").textContent = `event ${i + 1} of ${all.length}`;
+    highlight(e.dataset.focus ? e.dataset.focus.split(",").map(Number) : []);
+    follow(s, e.dataset.node);
+  };
+
+  const tick = () => {
+    const s = story();
+    if (!s) return stop();
+    const at = Number(s.dataset.at || 0);
+    if (at + 1 >= items(s).length) return stop();
+    show(s, at + 1);
+    const pace = Number(document.getElementById("story-pace")?.value || 1500);
+    timer = setTimeout(tick, pace);
+  };
+
+  document.addEventListener("click", (ev) => {
+    const button = ev.target.closest && ev.target.closest("#story-prev, #story-next, #story-play");
+    const s = story();
+    if (!button || !s) return;
+    const at = Number(s.dataset.at || 0);
+    if (button.id === "story-play") {
+      if (timer) return stop();
+      if (at + 1 >= items(s).length) show(s, 0);
+      button.textContent = "❚❚";
+      const pace = Number(document.getElementById("story-pace")?.value || 1500);
+      timer = setTimeout(tick, pace);
+      return;
+    }
+    stop();
+    show(s, at + (button.id === "story-next" ? 1 : -1));
+  });
+
+  // A new step (or another verifier's story) replaces #story: stop playing and undim the tree.
+  new MutationObserver(() => {
+    const s = story();
+    if (s !== shown) { shown = s; stop(); highlight(null); }
+  }).observe(document.documentElement, { childList: true, subtree: true });
+})();

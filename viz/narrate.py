@@ -1,0 +1,144 @@
+"""The sentences of a step's story (viz/story.py): one function per event kind, numbers formatted as the
+node's tests table shows them (rounded to 4 digits; residual rows to 3), token texts with visible whitespace.
+
+Plain text (the HTML view escapes it). Tree-level events are told from their record's own label and note,
+with a first sentence per known kind (TREE_OPENINGS) and a generic one for a kind this file does not know,
+so a new tree-level verifier's story is told without a change here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from decoding.run.schema import (
+    BONUS,
+    RESIDUAL,
+    EmittedRecord,
+    StepRecord,
+    TestRecord,
+    TreeEventRecord,
+    UpdateRecord,
+    VisitRecord,
+)
+from viz.lookup import token_p
+from viz.tokens import shorten, visible
+
+
+@dataclass(frozen=True)
+class About:
+    """What a record does not say, supplied by the caller (ui reads the registry and the trace's models)."""
+
+    lossless: bool = True
+    lossy_why: str = ""  # one sentence: why this verifier's output law is not p
+    draft_kind: str = ""  # the pair kind ("lookup" drafts nothing without an n-gram match)
+
+
+def num(x: float | None) -> str:
+    """A number as the tests table shows it (round(x, 4))."""
+    return "—" if x is None else str(round(x, 4))
+
+
+def tok(text: str) -> str:
+    return f"'{shorten(visible(text), 24)}'"
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def draft(step: StepRecord, about: About) -> str:
+    drafted = len(step.nodes) - 1
+    root = tok(step.nodes[0].text)
+    if drafted == 0:
+        why = (" The prompt-lookup draft found no earlier occurrence of the last 3 or 2 tokens, so it has "
+               "no guess." if about.draft_kind == "lookup" else "")
+        return (f"The draft q proposed nothing after {root}.{why} This step is plain decoding: the target "
+                "picks the next token.")
+    depth = max(n.depth for n in step.nodes)
+    root_k = len(step.nodes[0].draws)
+    return (f"The draft q proposed {plural(drafted, 'token')} after {root}: {root_k} at the root, "
+            f"a tree {plural(depth, 'level')} deep, drawn with the {step.law} law.")
+
+
+def score(step: StepRecord) -> str:
+    return (f"The target p scored all {plural(len(step.nodes), 'node')} in one forward pass "
+            f"({step.target_forwards} target forward): every node now has p and q for its next token.")
+
+
+def test(step: StepRecord, visit: VisitRecord, t: TestRecord) -> str:
+    at = f"At node {visit.node} ({tok(step.nodes[visit.node].text)})"
+    who = f"candidate {t.candidate + 1}, {tok(t.text)}" if t.candidate >= 0 else f"the token {tok(t.text)}"
+    verdict = "at or below" if t.passed else "above"
+    outcome = "accepted" if t.passed else "rejected"
+    return (f"{at}, {who}: {t.label} = {num(t.numerator)} / {num(t.denominator)}, so the threshold "
+            f"min(1, ·) = {num(t.threshold)}. The uniform draw u = {num(t.uniform)} is {verdict} it, "
+            f"so {tok(t.text)} is {outcome}.")
+
+
+def update(u: UpdateRecord) -> str:
+    top = ", ".join(f"{x.p:.3f} on {tok(x.text)}" for x in u.residual_top[:2])
+    note = f" ({u.note})" if u.note else ""
+    return f"The residual is renormalised after test {u.after_test + 1}{note}: it now puts {top}."
+
+
+def final_token(step: StepRecord, e: EmittedRecord) -> str:
+    at = step.nodes[e.node]
+    p, _ = token_p(at, e.token)
+    if e.kind == RESIDUAL:
+        visit = next((v for v in step.visits if v.node == e.node), None)
+        r = next((x.p for x in visit.updates[-1].residual_top if x.token == e.token), None) \
+            if visit is not None and visit.updates else None
+        weight = f" (residual probability {r:.3f})" if r is not None else ""
+        return (f"Every candidate at node {e.node} ({tok(at.text)}) was rejected, so the token is drawn from "
+                f"the residual: {tok(e.text)}{weight}.")
+    weight = f" (p = {num(p)})" if p is not None else ""
+    return (f"Every drafted token down to node {e.node} ({tok(at.text)}) was accepted, so a bonus token is drawn "
+            f"from p there for free: {tok(e.text)}{weight}.")
+
+
+def emitted(step: StepRecord, about: About) -> str:
+    words = ", ".join(f"{tok(e.text)} ({_origin(e)})" for e in step.emitted)
+    expected = ("" if step.expected_tokens is None
+                else f" For this tree the exact expected number was {step.expected_tokens:.2f}.")
+    lossy = f" {step.verifier} is lossy: {about.lossy_why}" if not about.lossless and about.lossy_why else ""
+    return f"Emitted {plural(step.n_emitted, 'token')} with one target forward: {words}.{expected}{lossy}"
+
+
+def _origin(e: EmittedRecord) -> str:
+    return {BONUS: "bonus", RESIDUAL: "residual sample"}.get(e.kind, "accepted draft" if e.kind == "draft"
+                                                             else "residual sample on a drafted child")
+
+
+TREE_OPENINGS = {
+    "coin": "Position {depth}, {tok}: one coin for this position.",
+    "tau": "tau: how much of the chain is kept.",
+    "try": "Leaf node {node}, {tok}, is tried with its weight.",
+    "delete": "Node {node}, {tok}, is deleted and its parent updated.",
+    "typical": "Candidate {tok} at node {node}: is it typical under p?",
+    "choose": "Choosing the accepted path.",
+    "emit": "The token after the accepted path: {tok}.",
+}
+
+
+def tree_event(e: TreeEventRecord, depth: int | None = None) -> str:
+    opening = TREE_OPENINGS.get(e.kind, "{kind} at node {node}, {tok}.")
+    first = opening.format(depth=e.node if depth is None else depth, tok=tok(e.text), node=e.node, kind=e.kind)
+    numbers = _tree_numbers(e)
+    rows = (" Law: " + ", ".join(f"{x.p:.3f} on {tok(x.text)}" for x in e.rows[:2]) + ".") if e.rows else ""
+    return f"{first} {numbers}{e.note[:1].upper()}{e.note[1:]}.{rows}".replace("..", ".")
+
+
+def _tree_numbers(e: TreeEventRecord) -> str:
+    parts = []
+    if e.numerator is not None and e.denominator is not None:
+        parts.append(f"{num(e.numerator)} / {num(e.denominator)}")
+    if e.threshold is not None:
+        parts.append(f"value {num(e.threshold)}")
+    if not parts and e.passed is None:
+        return ""
+    text = f"{e.label}: {', '.join(parts)}" if parts else e.label
+    if e.uniform is not None and e.passed is not None:
+        text += f"; the uniform draw u = {num(e.uniform)} {'passes' if e.passed else 'fails'}"
+    elif e.passed is not None:
+        text += f": {'passed' if e.passed else 'failed'}"
+    return text + ". "
