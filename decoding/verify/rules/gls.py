@@ -73,15 +73,18 @@ def verify(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int], generato
         y, note = gumbel_race.target(E, p), SHARED
     else:
         y, note = draw(_law_of_y(p, q, xs), generator), REDRAWN
-    first = _first(xs, q)
-    tests = []
+    tests, notes = [], [note]
     for i, x in enumerate(xs):
-        tests.append(AcceptTest(i, x, 1.0 if x == y else 0.0, 1.0, NO_UNIFORM, x == y, "[x = Y]"))
-        if x == y and first.get(x) == i:
-            return NodeVerdict(i, y, tuple(tests), notes=(note,))
+        drawable = float(q[x]) > 0  # else skipped: q could not have drawn it (a warp mismatch)
+        match = drawable and x == y  # the first drawable draft equal to Y (an earlier one would have returned)
+        tests.append(AcceptTest(i, x, 1.0 if match else 0.0, 1.0, NO_UNIFORM, match, "[x = Y]"))
+        if not drawable:
+            notes.append(f"candidate {i} (token {x}) has q(x) = 0: skipped")
+        if match:
+            return NodeVerdict(i, y, tuple(tests), notes=tuple(notes))
     row = LazyRow(lambda: conditional(p, q, xs)[1])  # [V] the law of Y given no draft is Y, on first read
     updates = (ResidualUpdate(len(tests) - 1, row, note="law of Y given that Y is no draft"),)
-    return NodeVerdict(None, y, tuple(tests), updates, notes=(note,))
+    return NodeVerdict(None, y, tuple(tests), updates, notes=tuple(notes))
 
 
 def bonus(p: torch.Tensor, generator: torch.Generator) -> int:
