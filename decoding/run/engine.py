@@ -221,11 +221,13 @@ class Run:
         return len(self._context()) + self.config.tree_depth + 1 > self.pair.max_context
 
     def _truncate(self, tokens: list[int]) -> tuple[list[int], str | None]:
-        """Cut at the first EOS (kept) or at the token budget; say why the run stops, if it does."""
-        for i, tok in enumerate(tokens):
+        """Cut at the first EOS (kept) or at the token budget, whichever comes first (an EOS past the budget is
+        not emitted: the run's length then never depends on how its steps split the tokens); say why the run
+        stops, if it does."""
+        budget = self.config.max_new_tokens - len(self._state.generated_ids)
+        for i, tok in enumerate(tokens[:budget]):
             if tok in self.pair.eos_ids:
                 return tokens[: i + 1], "eos"
-        budget = self.config.max_new_tokens - len(self._state.generated_ids)
         if len(tokens) >= budget:
             return tokens[:budget], "max_new_tokens"
         return tokens, None
