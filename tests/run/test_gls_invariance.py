@@ -13,6 +13,7 @@ from dataclasses import replace
 import pytest
 import torch
 
+from decoding.cli.main import main as cli_main
 from decoding.models import pairs as models
 from decoding.models import toy
 from decoding.models.treelm import ContextTreeLM
@@ -61,16 +62,15 @@ def test_the_two_drafts_accept_differently(pairs):
 
 
 @pytest.mark.slow
-def test_gls_real_models_same_text_rrs_not():
-    """embedded (int8 self-draft) vs embedded-head (trained head): same seed, branching 1, T = 1."""
-    real = [models.load_pair(kind, device="cpu") for kind in ("embedded", "embedded-head")]
-    prompt = "Write one sentence about the sea."
-    gls_texts = _real_texts(real, "gls", prompt)
-    assert gls_texts[0] == gls_texts[1]
-    assert _real_texts(real, "rrs", prompt)[0] != _real_texts(real, "rrs", prompt)[1] or True
-
-
-def _real_texts(pair_list, verifier: str, prompt: str) -> list[tuple[int, ...]]:
-    config = DecodeConfig(verifier=verifier, branching=(1,), temperature=1.0, seed=7, max_new_tokens=24,
-                          record=False)
-    return [engine.generate(pair, config, prompt).generated_ids for pair in pair_list]
+@pytest.mark.parametrize(("verifier", "verdict"), [("gls", "the same"), ("rrs", "different")])
+def test_real_models_through_the_cli(capsys, verifier, verdict):
+    """`generate --pair embedded --also-pair embedded-head` (int8 self-draft vs trained head), same seed,
+    branching 1, T = 1: gls says the texts match and prints one text twice; rrs says they differ."""
+    code = cli_main(["generate", "--pair", "embedded", "--also-pair", "embedded-head", "--device", "cpu",
+                     "--prompt", "Write one sentence about the sea.", "--verifier", verifier, "--tree", "1",
+                     "--temperature", "1", "--seed", "7", "--max-new-tokens", "24"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    first, second = out.split("--- embedded-head (same config, same seed) ---\n")
+    assert f"the two pairs emitted {verdict} text" in err
+    assert (first == second) == (verifier == "gls")
