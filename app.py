@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import sys
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -101,7 +102,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no-preload", action="store_true",
                         help="do not load the preselected pair in the background at start")
     parser.add_argument("--bench-step", type=int, default=0, metavar="N",
-                        help="benchmark instead of serving: N Step clicks (3,2,2 tree) on --pair, timed")
+                        help="benchmark instead of serving: N Step clicks (3,2,2 tree) on --pair, timed "
+                             "(= python -m bench step --pair P --clicks N)")
     parser.add_argument("--verifier-file", action="append", default=[], metavar="PATH",
                         help="a local Python file with your own verifier (README); repeatable; registered at launch")
     for name, (ceiling, what) in CEILINGS.items():
@@ -121,11 +123,10 @@ def caps_of(args: argparse.Namespace) -> Caps:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    if args.bench_step:
-        from ui.bench_app import bench_step
+    if args.bench_step:  # moved to `python -m bench step`; this flag stays and hands over to it
+        from decoding.cli.handoff import hand_to_bench
 
-        bench_step(args.pair, args.bench_step)
-        return
+        sys.exit(hand_to_bench(["step", "--pair", args.pair, "--clicks", str(args.bench_step)]))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if args.device:
         os.environ["SPECSCOPE_DEVICE"] = args.device

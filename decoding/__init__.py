@@ -5,7 +5,7 @@ Subpackages, by concern (dependencies point one way: cli -> lab, run -> models -
   the VERIFIERS registry, the tree walk, theory and bounds. Imports no models and no run.
 - `models/`: model pairs (embedded, lookup, toy, custom), loading, and the one-pass tree forward.
 - `run/`: the step loop (draft -> score -> verify -> commit -> record), configs and the trace schema.
-- `cli/`: `python -m decoding ...` and the benchmarks.
+- `cli/`: `python -m decoding ...` (the benchmarks are the top-level `bench` package).
 Nothing here imports gradio or viz.
 """
 

@@ -1,5 +1,5 @@
 """The app served to a test: `python app.py ARGS` launched on a free port, waited for until it answers,
-stopped afterwards (ui/local_app.py, the code `./specscope bench app` launches it with too); or the app's
+stopped afterwards (bench/local_app.py, the code `./specscope bench app` launches it with too); or the app's
 Blocks served from this process (a test that must look at the server's own objects, e.g. its run cache).
 Browser tests drive either with `chromium`."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from ui.local_app import CHROMIUM, ROOT, chromium, free_port, launched, wait_until_up
+from bench.local_app import CHROMIUM, ROOT, chromium, free_port, launched, wait_until_up
 
 __all__ = ["CHROMIUM", "OUTPUT", "ROOT", "TOY", "Server", "chromium", "open_tab", "opened", "served", "served_here"]
 OUTPUT = ROOT / "tests" / "output"  # logs and screenshots (git-ignored)

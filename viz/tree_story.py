@@ -1,4 +1,4 @@
-"""A tree-level verifier's tests as a story (block, traversal, typical_medusa): one row per event, in
+"""A tree-level verifier's tests as a story (block, traversal, typical_medusa, hsd): one row per event, in
 the order it happened, with the same columns as the node-level tests table."""
 
 from __future__ import annotations
@@ -13,6 +13,9 @@ EVENT_NAMES = {
     "delete": "delete leaf, update parent",
     "typical": "typical test",
     "choose": "choose path",
+    "ratio": "prefix ratio r_k = P/Q",
+    "stepback": "step-back coin (position)",
+    "final": "whole-draft coin",
     "emit": "emit",
 }
 

@@ -1,7 +1,8 @@
-"""The command line: `python -m decoding generate|certify|bench ...`.
+"""The command line: `python -m decoding generate|compare|certify ...`.
 
-User errors (bad flags, bad prompt, models that cannot load) print one line to stderr and exit 2,
-never a traceback.
+`bench ...` and `train-head ...` are handed to the top-level `bench` package (`python -m bench ...`, where
+they moved; handoff.py says why there is no import). User errors (bad flags, bad prompt, models that cannot
+load) print one line to stderr and exit 2, never a traceback.
 """
 
 from __future__ import annotations
@@ -10,17 +11,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from decoding.cli.handoff import hand_to_bench
 from decoding.models.kinds import BUILT_IN
 from decoding.run.config import Branching, DecodeConfig, Sequences, parse_branching
 
-BENCHES = {
-    "verifiers": "decoding.cli.bench_verifiers",
-    "engine": "decoding.cli.bench_engine",
-    "efficiency": "decoding.cli.bench_efficiency",
-    "speed": "decoding.cli.bench_speed",
-    "forwards": "decoding.cli.bench_forwards",
-    "theory": "decoding.cli.bench_theory",
-}
+# subcommand -> the argv `python -m bench` gets (the rest of the command line follows)
+HANDED_TO_BENCH = {"bench": [], "train-head": ["train-head"]}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,11 +33,9 @@ def build_parser() -> argparse.ArgumentParser:
     from decoding.lab.cli import add_flags as add_certify_flags
 
     add_certify_flags(cert)
-    sub.add_parser("train-head", help="train the embedded-head pair's draft head (assets/draft_head); "
-                   "main() hands its flags to decoding/cli/train_head.py", add_help=False)
-    bench = sub.add_parser("bench", help="benchmarks (not tests): " + ", ".join(BENCHES))
-    bench.add_argument("which", choices=sorted(BENCHES), help="which benchmark")
-    bench.add_argument("rest", nargs=argparse.REMAINDER, help="flags passed to the benchmark")
+    sub.add_parser("train-head", help="train the embedded-head pair's draft head: `python -m bench train-head`",
+                   add_help=False)
+    sub.add_parser("bench", help="benchmarks (not tests): `python -m bench WHICH ...`", add_help=False)
     return parser
 
 
@@ -122,18 +116,9 @@ def _print_summary(config: DecodeConfig, s, kind: str | None) -> None:
     )
 
 
-def run_bench(args: argparse.Namespace) -> int:
-    import importlib
-
-    module = importlib.import_module(BENCHES[args.which])
-    return int(module.main(args.rest) or 0)
-
-
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["train-head"]:  # its own flags (argparse's REMAINDER does not take a leading --flag)
-        from decoding.cli import train_head
-
-        return train_head.main(argv[1:])
+    if argv[:1] and argv[0] in HANDED_TO_BENCH:  # their own flags, parsed by bench
+        return hand_to_bench(HANDED_TO_BENCH[argv[0]] + argv[1:])
     args = build_parser().parse_args(argv)
     try:
         if args.command == "generate":
@@ -146,7 +131,7 @@ def main(argv: list[str]) -> int:
             from decoding.lab.cli import run as run_certify
 
             return run_certify(args)
-        return run_bench(args)
+        raise AssertionError(f"unhandled command {args.command!r}")
     except (ValueError, FileNotFoundError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

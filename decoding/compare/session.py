@@ -26,9 +26,9 @@ from decoding.run.schema import StepRecord
 from decoding.run.scored import ScoredTree
 from decoding.verify.registry import VERIFIERS
 from decoding.verify.sampling import warp
+from decoding.verify.step_law import expected_tokens
 from decoding.verify.tree import DraftTree
 from decoding.verify.walk import Walk
-from decoding.verify.walk import expected_tokens as walk_expected
 
 MC_DRAWS = 400
 
@@ -87,7 +87,7 @@ class CompareRun(engine.Run):
         p, q, has_q = drafted.rows(t, p_forest)
         return recording.step_record(
             ScoredTree(tree, p, q, has_q), walk, entry, index=len(self._state.steps),
-            expected=walk_expected(tree, p, q, entry), times=times, top_n=self.config.top_n,
+            expected=expected_tokens(entry.step_law(tree, p, q)), times=times, top_n=self.config.top_n,
             text=self.pair.token_text, with_theory=True,
         )
 

@@ -1,7 +1,8 @@
 """A trained draft head on the target's own features (EAGLE-style, MLP only): a draft that costs ~1/10 of the target.
 
 Why: on a 2-core CPU the int8 self-draft costs ~0.6-0.75 of a target forward, so speculation with it stays
-about neutral (RUNTIME_NOTES.md). EAGLE (Li et al. 2024) drafts from the target's top-layer feature instead:
+about neutral (docs/speed.md, "Drafts that need no second model").
+EAGLE (Li et al. 2024) drafts from the target's top-layer feature instead:
 given the feature f_t that produced token x_{t+1}'s law and x_{t+1}'s embedding, a small network predicts
 the next feature f_{t+1}, and the target's own lm_head turns it into q. Deeper draft nodes feed the head its
 own predicted feature. Here the network is one fused input layer and one gated MLP block (no attention: f_t
@@ -9,7 +10,7 @@ already summarises the context); the head scores the first `head_size` token ids
 BPE merges, as fast_draft.TruncatedHead), q = 0 beyond them. q is whatever this function computes from the
 context, fixed before a candidate is drawn, so every verifier stays exact (the target's law is untouched).
 
-The weights ship in assets/draft_head/ with how they were trained (decoding/cli/train_head.py: the
+The weights ship in assets/draft_head/ with how they were trained (bench/train_head.py: the
 target's own sampled answers to generated training prompts, none from the bench set).
 """
 

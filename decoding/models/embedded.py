@@ -4,7 +4,7 @@ The wheel holds a Q4_1 GGUF; transformers dequantizes it to float32 (about 25 s)
 converts it ONCE into a safetensors folder in the user's cache (SPECSCOPE_CACHE, else
 $XDG_CACHE_HOME/specscope, else ~/.cache/specscope), written to a temporary folder and renamed, so
 an interrupted conversion never leaves a broken cache; later loads take seconds and give
-bit-identical logits (RUNTIME_NOTES.md). The draft is the same model with int8 per-output-channel
+bit-identical logits (docs/speed.md, "The embedded cache"). The draft is the same model with int8 per-output-channel
 dynamic quantization of every Linear except `down_proj` (its input carries the activation
 outliers; keeping it float32 is what keeps the draft close to the target: alpha ~.75).
 """

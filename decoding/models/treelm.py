@@ -2,7 +2,7 @@
 
 `TreeLM` is the protocol the engine, drafting and scoring code talk to. Three kinds implement it:
 - `HFTreeLM`: a transformers causal LM with a DynamicCache; a call is ONE forward over the new
-  nodes with a 4-D tree mask and depth positions (RUNTIME_NOTES.md, "Tree attention");
+  nodes with a 4-D tree mask and depth positions (docs/speed.md, "Tree attention");
 - `ContextTreeLM`: a pure function of the token context (the toy pair, the prompt-lookup drafter);
 - both share `TreeBook`, the bookkeeping of the context, the current tree and its fed nodes.
 

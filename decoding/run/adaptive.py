@@ -6,15 +6,15 @@ verifier emits the target's law for ANY tree fixed in advance. The choice maximi
 per unit of time:
     E[tokens](L) = (1 - a^(L+1)) / (1 - a)        (a = per-token acceptance, i.i.d. approximation)
     cost(L)      = L * DRAFT_COST + VERIFY_COST   (target forwards: one draft forward per chain token)
-with a estimated from past steps (Laplace prior). The costs are fixed (RUNTIME_NOTES.md), not timed,
-so a seeded run stays reproducible; a resumed run starts its estimate afresh.
+with a estimated from past steps (Laplace prior). The costs are fixed (docs/speed.md, "Drafts that need no
+second model"), not timed, so a seeded run stays reproducible; a resumed run starts its estimate afresh.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-DRAFT_COST = 0.58  # one int8 self-draft forward, in target forwards (RUNTIME_NOTES.md)
+DRAFT_COST = 0.58  # one int8 self-draft forward, in target forwards (docs/speed.md)
 VERIFY_COST = 1.3  # one multi-row verify forward, in one-token target forwards
 
 

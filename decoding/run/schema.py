@@ -97,8 +97,9 @@ class EmittedRecord:
 
 @dataclass(frozen=True)
 class TreeEventRecord:
-    """One test of a tree-level verifier (block, traversal, typical_medusa), in the order it happened:
-    block "coin"/"tau", traversal "try"/"delete", typical_medusa "typical"/"choose", then "emit"."""
+    """One test of a tree-level verifier (block, traversal, typical_medusa, hsd), in the order it happened:
+    block "coin"/"tau", traversal "try"/"delete", typical_medusa "typical"/"choose", hsd
+    "ratio"/"stepback"/"final"/"tau", then "emit"."""
 
     kind: str
     node: int  # the tree node it is about

@@ -64,7 +64,10 @@ class Verifier(EntryBase):
     @classmethod
     def from_rule(cls, rule: ModuleType, **metadata) -> Verifier:
         """An entry from a rule module: `verify`/`conditional` come from its `chain` of events
-        (rules/common.py runs or sums it) unless it defines them itself; `acceptance` if it has one."""
+        (rules/common.py runs or sums it) unless it defines them itself; `acceptance` if it has one.
+        A rule file written as its paper reads may name a fast twin (`FAST`, a module under rules/fast/ held
+        to the same verdicts and laws by tests/verify/test_fast_rules.py): the entry is built from the twin."""
+        rule = getattr(rule, "FAST", rule)
         verify = getattr(rule, "verify", None) or partial(verify_chain, rule.chain)
         conditional = getattr(rule, "conditional", None) or partial(conditional_chain, _law_chain(rule.chain))
         acceptance = getattr(rule, "acceptance", None)

@@ -23,7 +23,7 @@ from decoding.verify.rules import (
     typical,
 )
 from decoding.verify.tree_entry import TreeVerifier
-from decoding.verify.tree_rules import block, traversal, typical_medusa
+from decoding.verify.tree_rules import block, hsd, hsd_lossless, traversal, typical_medusa
 
 VERIFIERS: dict[str, Verifier | TreeVerifier] = {
     "sd": Verifier.from_rule(
@@ -181,6 +181,35 @@ VERIFIERS: dict[str, Verifier | TreeVerifier] = {
         law_fn=typical_medusa.step_law,
         shape=typical_medusa.shape,
         shapes="any tree",
+    ),
+    # ---- HSD, hierarchical speculative decoding (Zhou et al.): tree_rules/hsd.py, hsd_lossless.py (§14.5) ----
+    "hsd": TreeVerifier(
+        name="hsd",
+        title="Hierarchical speculative decoding, as published",
+        lossless=False,
+        law="iid",
+        max_candidates=1,
+        description="Prefix ratios r_k = P/Q capped by their running max; one step-back coin per prefix; the "
+        "whole draft accepted with the UNcapped min(1, r_g): accepts more than block, biased after the first token.",
+        paper="Zhou et al. 2026, Hierarchical Speculative Decoding (arXiv 2601.05724; the authors' simulation.py)",
+        judge_fn=hsd.judge,
+        law_fn=hsd.step_law,
+        shape=hsd.shape,
+        shapes="one draft chain only (branching 1,1,... or 1 sequence)",
+    ),
+    "hsd_lossless": TreeVerifier(
+        name="hsd_lossless",
+        title="HSD with the whole-draft test capped too (= block verification)",
+        lossless=True,
+        law="iid",
+        max_candidates=1,
+        description="HSD whose whole-draft coin uses the capped ratio r_g / M_g like every other prefix: "
+        "lossless, and block verification step law for step law (so never more acceptance than block).",
+        paper="Zhou et al. 2026 (arXiv 2601.05724), capped as Sun et al. 2025 (block verification) prove optimal",
+        judge_fn=hsd_lossless.judge,
+        law_fn=hsd_lossless.step_law,
+        shape=hsd_lossless.shape,
+        shapes="one draft chain only (branching 1,1,... or 1 sequence)",
     ),
 }
 

@@ -29,7 +29,8 @@ class TreeEvent:
 
     kind: block "coin" (position i: h_i, eta_i), "tau"; traversal "try" (a leaf tested with its
     weight w), "delete" (a rejected leaf removed, its parent's rows updated); typical_medusa
-    "typical" (one candidate's test), "choose"; every verifier ends with "emit".
+    "typical" (one candidate's test), "choose"; hsd "ratio" (a prefix's P, Q and r = P/Q), "stepback"
+    (position k's coin), "final" (the whole-draft coin), "tau"; every verifier ends with "emit".
     """
 
     kind: str

@@ -108,6 +108,19 @@ def test_run_verifier_record_matches_engine_theory(pair) -> None:
                 assert x.exact_acceptance <= theory.optimal_acceptance(p[node], q[node], k, str(entry.law)) + 1e-9
 
 
+def test_a_tree_level_run_verifier_records_its_exact_expected_tokens(pair) -> None:
+    """The run verifier may be tree-level (hsd, block): its record's E[tokens] is its step law's, as each
+    verdict's is (it used to be taken from node-level reach probabilities, which tree-level entries lack)."""
+    for run_key in ("hsd", "block"):
+        cfg = DecodeConfig(verifier=run_key, branching=(1, 1, 1), temperature=1.0, max_new_tokens=8, seed=2)
+        steps = list(session.start(pair, cfg, "the cat", [run_key, "hsd_lossless", "sd"], mc_draws=0))
+        assert steps
+        for s in steps:
+            by_key = {v.key: v for v in s.compare.verdicts}
+            assert s.expected_tokens == pytest.approx(by_key[run_key].expected_tokens, abs=1e-12)
+            assert by_key["hsd_lossless"].tree_group == by_key[run_key].tree_group  # iid: one shared chain
+
+
 def test_compared_steps_round_trip_in_traces(compared, pair) -> None:
     run, steps = compared
     trace = run.trace()

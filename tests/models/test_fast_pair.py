@@ -1,7 +1,7 @@
 """(slow) The embedded-fast pair: loads offline from the embedded cache, its draft gives q = 0 beyond the
 truncated head, and speculative greedy decoding with it reproduces the target's own greedy decoding.
 
-Near-ties: the one-forward tree logits differ from step-by-step logits by ~1e-4 (RUNTIME_NOTES.md), so
+Near-ties: the one-forward tree logits differ from step-by-step logits by ~1e-4 (docs/speed.md, "Tree attention"), so
 a mismatch is tolerated only where the target's own top-1/top-2 logit gap is below NEAR_TIE.
 """
 

@@ -1,7 +1,7 @@
 """At temperature 0, speculative decoding on the embedded pair reproduces the target's own greedy
 decoding (`generate(do_sample=False)`) token for token.
 
-Near-ties: the one-forward tree logits differ from step-by-step logits by ~1e-4 (RUNTIME_NOTES.md),
+Near-ties: the one-forward tree logits differ from step-by-step logits by ~1e-4 (docs/speed.md, "Tree attention"),
 so a top-1/top-2 gap below NEAR_TIE could legitimately flip a token. On a mismatch the test measures
 the target's own logit gap at that position (plain forward): the run is accepted up to that point only
 if the gap is a near-tie, and at most one such prompt is tolerated; any other mismatch fails.

@@ -13,7 +13,8 @@ from decoding.run.config import DecodeConfig
 from decoding.run.schema import REJECTED, step_from_dict, step_to_dict, trace_from_json, trace_to_json
 from viz import node_figure as inspector
 
-SHAPES = {"block": (1, 1, 1), "traversal": (2, 2), "typical_medusa": (2, 2)}
+SHAPES = {"block": (1, 1, 1), "traversal": (2, 2), "typical_medusa": (2, 2), "hsd": (1, 1, 1),
+          "hsd_lossless": (1, 1, 1)}
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +40,19 @@ def test_tree_level_verifier_runs_and_records_its_story(toy, key):
             deleted = {e.node for e in step.tree_events if e.kind == "delete"}
             assert deleted == {n.id for n in step.nodes if n.status == REJECTED}
     assert trace_from_json(trace_to_json(trace)) == trace
+
+
+def test_hsd_story_rows_name_each_ratio_coin_and_the_whole_draft_test(toy):
+    from viz.tree_story import story_rows
+
+    trace = engine.generate(toy, DecodeConfig(verifier="hsd", branching=(1, 1, 1), seed=5, max_new_tokens=12),
+                            "the cat")
+    full = [s for s in trace.steps if len(s.nodes) == 4]  # whole chains (not cut by a missing guess)
+    assert full
+    for step in full:
+        names = [row[0].lstrip("▶ ") for row in story_rows(step)]
+        assert names == ["prefix ratio r_k = P/Q"] * 3 + ["step-back coin (position)"] * 3 + [
+            "whole-draft coin", "tau = last pass", "emit"]
 
 
 def test_block_on_a_tree_is_refused_by_the_config():

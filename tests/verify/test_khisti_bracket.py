@@ -1,4 +1,4 @@
-"""khisti_is decides its tests from two bounds on r (rules/khisti_bracket.py) and fits r only when they do not settle.
+"""khisti_is decides its tests from two bounds on r (rules/fast/khisti_bracket.py); r is fitted only when needed.
 
 Oracles: (1) the bounds hold both the fit's own number (`InducedLaw.at`, the exact test's denominator) and an
 unbinned quadrature of r (every e^{-t w} evaluated), at every token, special weights included; (2) seeded
@@ -15,10 +15,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from decoding.verify.rules import common, khisti_bracket, khisti_is
+from decoding.verify.rules import common, khisti_is
 from decoding.verify.rules.common import Test
+from decoding.verify.rules.fast import khisti_bracket, khisti_lazy
 from decoding.verify.verdict import Lazy, threshold_of
-from tests.verify.test_verifiers_khisti import _direct_quadrature
 
 F64 = torch.float64
 
@@ -29,9 +29,9 @@ def _laws(seed: int, V: int, scale: float) -> tuple[torch.Tensor, torch.Tensor]:
             torch.softmax(torch.randn(V, generator=g, dtype=F64) * scale, 0))
 
 
-def _law(p: torch.Tensor, q: torch.Tensor, k: int) -> khisti_is.InducedLaw:
-    w, extremes = khisti_is.weights_and_range(p, q)
-    return khisti_is.InducedLaw(q, w, k, extremes=extremes)
+def _law(p: torch.Tensor, q: torch.Tensor, k: int) -> khisti_lazy.InducedLaw:
+    w, extremes = khisti_lazy.weights_and_range(p, q)
+    return khisti_lazy.InducedLaw(q, w, k, extremes=extremes)
 
 
 def _bounds_hold(seed: int, scale: float, k: int) -> tuple[bool, float]:
@@ -44,12 +44,12 @@ def _bounds_hold(seed: int, scale: float, k: int) -> tuple[bool, float]:
     bounds = torch.tensor([law.bounds(y) for y in range(2000)], dtype=F64)  # [V, 2]
     assert law._fit is None  # every bound came from the bins alone
     exact = torch.tensor([law.at(y) for y in range(2000)], dtype=F64)  # [V]
-    w = khisti_is.sir_weights(p, q)
-    oracle = _direct_quadrature(q, w, k)  # [V] the unbinned r
+    w = khisti_lazy.sir_weights(p, q)
+    oracle = khisti_is.integrated_law(q, w, k)  # [V] the unbinned r (the textbook quadrature)
     slack = 1e-12 * k * q  # the quadrature's own error (r = k q E[a/(a+S)])
     lo, hi = bounds[:, 0], bounds[:, 1]
     hold = all(bool(((lo <= r + s) & (r - s <= hi)).all()) for r, s in ((exact, 0), (oracle, slack)))
-    assert float(w[0]) == float(w[2]) == 0 and float(w[1]) > khisti_is.W_HI  # the three special tokens
+    assert float(w[0]) == float(w[2]) == 0 and float(w[1]) > khisti_lazy.W_HI  # the three special tokens
     specials = bool((bounds[:3, 0] == exact[:3]).all() and (bounds[:3, 1] == exact[:3]).all())
     width = (bounds[3:, 1] / bounds[3:, 0] - 1).median()
     return hold and specials, float(width)
@@ -79,8 +79,8 @@ def _verdicts(seed: int, nodes: int, V: int, scale: float) -> tuple[list[tuple],
     for _ in range(nodes):
         p, q = _laws(int(torch.randint(0, 10**6, (), generator=g)), V, scale)
         xs = torch.multinomial(q, 8, replacement=True, generator=g).tolist()
-        node = khisti_is._Node(p, q, 8)
-        verdict = khisti_is.verify(p, q, xs, g, cache=_One(node))
+        node = khisti_lazy._Node(p, q, 8)
+        verdict = khisti_lazy.verify(p, q, xs, g, cache=_One(node))
         unfitted += node.law._fit is None
         tests = [(t.token, t.uniform, t.passed, t.denominator, t.threshold) for t in verdict.tests]
         out.append((verdict.accepted, verdict.token, tests))
@@ -90,7 +90,7 @@ def _verdicts(seed: int, nodes: int, V: int, scale: float) -> tuple[list[tuple],
 class _One:
     """A NodeCache stand-in that hands verify the given node (so the test can look at its law afterwards)."""
 
-    def __init__(self, node: khisti_is._Node) -> None:
+    def __init__(self, node: khisti_lazy._Node) -> None:
         self.node = node
 
     def get(self, p, q, k, make):
@@ -111,7 +111,7 @@ def test_verdicts_are_the_exact_denominators_verdicts(monkeypatch, widen):
     for scale in (1.0, 3.0):
         bracketed, unfitted = _verdicts(seed=int(scale), nodes=300, V=2048, scale=scale)
         with monkeypatch.context() as m:
-            m.setattr(khisti_is.InducedLaw, "bounds", _exact_bounds)
+            m.setattr(khisti_lazy.InducedLaw, "bounds", _exact_bounds)
             exact, none = _verdicts(seed=int(scale), nodes=300, V=2048, scale=scale)
         assert bracketed == exact
         assert none == 0
@@ -132,7 +132,7 @@ def _broken_kept(p_x, keep, law, x):
     return keep * p_x < p_x - lo
 
 
-BROKEN = [(common.Test, ("passes", _broken_passes)), (khisti_is, ("_kept", _broken_kept))]
+BROKEN = [(common.Test, ("passes", _broken_passes)), (khisti_lazy, ("_kept", _broken_kept))]
 
 
 @pytest.mark.parametrize("where,broken", BROKEN)
@@ -180,8 +180,8 @@ def test_a_weight_zero_selection_needs_no_fit(monkeypatch):
             p[torch.argsort(p)[:-50]] = 0.0
             p = p / p.sum()
             xs = torch.multinomial(q, 8, replacement=True, generator=g).tolist()
-            node = khisti_is._Node(p, q, 8)
-            verdict = khisti_is.verify(p, q, xs, g, cache=_One(node))
+            node = khisti_lazy._Node(p, q, 8)
+            verdict = khisti_lazy.verify(p, q, xs, g, cache=_One(node))
             fitted += node.law._fit is not None
             tests = [(t.token, t.numerator, t.passed, t.denominator) for t in verdict.tests]
             out.append((verdict.accepted, verdict.token, tests))
@@ -190,5 +190,5 @@ def test_a_weight_zero_selection_needs_no_fit(monkeypatch):
     bracketed, fitted = run()
     assert sum(tests[0][1] == 0 for _, _, tests in bracketed) >= 10  # selected candidates with p(y) = 0
     assert fitted == 0
-    monkeypatch.setattr(khisti_is.InducedLaw, "bounds", _exact_bounds)
+    monkeypatch.setattr(khisti_lazy.InducedLaw, "bounds", _exact_bounds)
     assert run()[0] == bracketed

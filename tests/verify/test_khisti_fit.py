@@ -12,7 +12,7 @@ import math
 import pytest
 import torch
 
-from decoding.verify.rules import khisti_fit, khisti_is
+from decoding.verify.rules.fast import khisti_fit, khisti_lazy
 
 F64 = torch.float64
 V_REAL = 49152  # SmolLM2's vocabulary
@@ -74,7 +74,7 @@ def _straightforward(p: torch.Tensor, q: torch.Tensor, w: torch.Tensor, fit: khi
 @pytest.mark.parametrize("case", list(CASES))
 def test_residual_above_w_star_equals_the_full_computation(case, k):
     p, q = CASES[case]()
-    w = khisti_is.sir_weights(p, q)
+    w = khisti_lazy.sir_weights(p, q)
     fit = khisti_fit.Fit.of(q, w, k)
     fast = fit.positive_part(p, q, w)
     assert torch.equal(fast, _straightforward(p, q, w, fit))
@@ -85,7 +85,7 @@ def test_the_cut_leaves_out_most_tokens_and_a_higher_cut_is_caught(case, monkeyp
     """The fast path skips real work (else the test above compares the full computation with itself), and a
     broken cut three bins higher drops residual mass: the same comparison fails."""
     p, q = CASES[case]()
-    w = khisti_is.sir_weights(p, q)
+    w = khisti_lazy.sir_weights(p, q)
     fit = khisti_fit.Fit.of(q, w, 8)
     cut = fit._cut()
     assert cut > 0 and float((fit.placed.b >= cut).double().mean()) < 0.9
@@ -99,8 +99,8 @@ def test_verify_and_conditional_draw_from_the_fast_residual():
     equals norm((p - r)_+) from the full law."""
     p, q = _softmax_pair(6, 1.0)
     xs = [int(x) for x in torch.multinomial(q, 8, replacement=True, generator=torch.Generator().manual_seed(0))]
-    law = khisti_is.InducedLaw(q, khisti_is.sir_weights(p, q), 8)
+    law = khisti_lazy.InducedLaw(q, khisti_lazy.sir_weights(p, q), 8)
     expected = torch.sub(p, law.full()).clamp_(min=0.0)
     expected /= expected.sum()
-    _, residual = khisti_is.conditional(p, q, xs)
+    _, residual = khisti_lazy.conditional(p, q, xs)
     assert float((residual - expected).abs().max()) <= 1e-16 and abs(float(residual.sum()) - 1.0) < 1e-12

@@ -1,4 +1,4 @@
-"""khisti_is.residual_token: the residual token drawn by rejection from p, without building norm((p - r)_+).
+"""khisti_lazy.residual_token: the residual token drawn by rejection from p, without building norm((p - r)_+).
 
 Oracle: the built residual (the law the eager path draws from). Seeded Monte Carlo, N = 20000 draws on laws where
 r comes from the 1-D integral (support^k above the enumeration limit) and from enumeration: every token's
@@ -14,7 +14,7 @@ import math
 import pytest
 import torch
 
-from decoding.verify.rules import khisti_is
+from decoding.verify.rules.fast import khisti_lazy
 
 F64 = torch.float64
 N = 20_000
@@ -26,11 +26,11 @@ def _laws(seed: int, V: int, scale: float) -> tuple[torch.Tensor, torch.Tensor]:
             torch.softmax(torch.randn(V, generator=g, dtype=F64) * scale, 0))
 
 
-def _node(p: torch.Tensor, q: torch.Tensor, k: int) -> khisti_is._Node:
-    return khisti_is._Node(p, q, k)
+def _node(p: torch.Tensor, q: torch.Tensor, k: int) -> khisti_lazy._Node:
+    return khisti_lazy._Node(p, q, k)
 
 
-def _frequencies(node: khisti_is._Node, sampler, seed: int) -> tuple[torch.Tensor, int]:
+def _frequencies(node: khisti_lazy._Node, sampler, seed: int) -> tuple[torch.Tensor, int]:
     """[V] empirical law of sampler's tokens (the built residual after a miss, as verify does) and the misses."""
     generator = torch.Generator().manual_seed(seed)
     counts = torch.zeros(node.p.shape[0], dtype=F64)
@@ -44,7 +44,7 @@ def _frequencies(node: khisti_is._Node, sampler, seed: int) -> tuple[torch.Tenso
     return counts / N, misses
 
 
-def _assert_close_to_residual(node: khisti_is._Node, freq: torch.Tensor) -> None:
+def _assert_close_to_residual(node: khisti_lazy._Node, freq: torch.Tensor) -> None:
     law = node.residual()  # [V]
     tolerance = 5 * torch.sqrt(law * (1 - law) / N) + 0.002
     worst = int(torch.argmax((freq - law).abs() - tolerance))
@@ -65,12 +65,12 @@ def test_the_drawn_token_has_the_built_residuals_law(case):
     assert (node.law._binned is not None) == (route == "integral")  # the route the case is named after
     alpha = float(torch.minimum(node.p, node.law.full()).sum())
     assert 0.05 < alpha < 0.95  # a residual worth sampling, and proposals that are kept and that miss
-    freq, misses = _frequencies(node, khisti_is.residual_token, seed=7)
+    freq, misses = _frequencies(node, khisti_lazy.residual_token, seed=7)
     _assert_close_to_residual(node, freq)
-    assert misses < N * (alpha ** khisti_is.TRIES) * 3 + 20  # the fallback is the exception
+    assert misses < N * (alpha ** khisti_lazy.TRIES) * 3 + 20  # the fallback is the exception
 
 
-def _broken_keeps_without_dividing_by_p(p, law, generator, tries=khisti_is.TRIES):
+def _broken_keeps_without_dividing_by_p(p, law, generator, tries=khisti_lazy.TRIES):
     """Keeps x with probability (p - r)_+ instead of (p - r)_+ / p: tokens are then weighted by p once more."""
     cdf = torch.cumsum(p, 0)
     for _ in range(tries):
@@ -81,7 +81,7 @@ def _broken_keeps_without_dividing_by_p(p, law, generator, tries=khisti_is.TRIES
     return None
 
 
-def _broken_proposes_uniformly(p, law, generator, tries=khisti_is.TRIES):
+def _broken_proposes_uniformly(p, law, generator, tries=khisti_lazy.TRIES):
     """Proposes x uniformly (the keep test still assumes proposals from p)."""
     for _ in range(tries):
         x = int(torch.randint(p.shape[0], (), generator=generator))
@@ -105,5 +105,5 @@ def test_a_residual_with_no_mass_gives_up_instead_of_looping():
     q = torch.softmax(torch.randn(50, generator=torch.Generator().manual_seed(4), dtype=F64), 0)
     node = _node(q, q, 3)
     assert float(node.law.positive_part(q).sum()) < 1e-12
-    assert khisti_is.residual_token(node.p, node.law, torch.Generator().manual_seed(0)) is None
+    assert khisti_lazy.residual_token(node.p, node.law, torch.Generator().manual_seed(0)) is None
     assert math.isclose(float(node.residual().sum()), 1.0)  # the caller's fallback: the built residual (p)

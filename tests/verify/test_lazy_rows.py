@@ -1,7 +1,7 @@
-"""rrs_wor's shown rows are LazyRows (verdict.py), built only when read. Oracles: every row read late (after
-the chain ended, in any order) is bit for bit the row read the moment its Update was yielded, and both
-equal an eager reference: the textbook recurrence written with its own [V] rows (a residual and a draft
-law per rejected test, nothing deferred), on laws that exercise the uniform fallback (k above q's
+"""rrs_wor's fast twin (rules/fast/rrs_wor_rows.py) shows LazyRows (verdict.py), built only when read. Oracles:
+every row read late (after the chain ended, in any order) is bit for bit the row read the moment its Update was
+yielded, and both equal the textbook chain (rules/rrs_wor.py: the recurrence with its own [V] rows, a residual
+and a draft law per rejected test, nothing deferred), on laws that exercise the uniform fallback (k above q's
 support), repeated candidates, q = 0 tokens and a residual that runs out of mass."""
 
 from __future__ import annotations
@@ -11,25 +11,22 @@ import torch
 
 from decoding.verify.registry import VERIFIERS
 from decoding.verify.rules import rrs_wor
-from decoding.verify.rules.common import Test, Update, prepare, restricted
-from decoding.verify.sampling import EPS_MASS
+from decoding.verify.rules.common import Test, Update, prepare
+from decoding.verify.rules.fast import rrs_wor_rows
 from decoding.verify.verdict import LazyRow, ResidualUpdate
 
 F64 = torch.float64
 
 
-def _eager_reference(p: torch.Tensor, q: torch.Tensor, xs: list[int]) -> tuple[list[float], list[tuple]]:
-    """(thresholds, [(r, d)] per rejected test) of rrs_wor, every row computed at once (docs/verifiers.md §4):
-    r <- norm((r - d)_+) with d still holding x_i, then x_i leaves d; uniform on the undrawn tokens when
-    q has no mass left there; r all zeros once it holds no mass."""
-    r, d, thresholds, rows = p.clone(), q.clone(), [], []
-    for i, x in enumerate(xs):
-        thresholds.append(min(1.0, float(r[x]) / float(d[x])) if float(d[x]) > 0 else 0.0)
-        left = (r - d).clamp(min=0.0)
-        total = float(left.sum())
-        r = left / total if total > EPS_MASS * float(r.sum()) else torch.zeros_like(p)
-        d = restricted(q, xs[: i + 1])
-        rows.append((r, d))
+def _textbook(p: torch.Tensor, q: torch.Tensor, xs: list[int]) -> tuple[list[float], list[tuple]]:
+    """(thresholds, [(r, d)] per rejected test) of the textbook chain (rules/rrs_wor.py, docs/verifiers.md §4):
+    every row computed at once, nothing deferred."""
+    thresholds, rows = [], []
+    for event in rrs_wor.chain(p, q, xs):
+        if isinstance(event, Test):
+            thresholds.append(event.threshold)
+        elif isinstance(event, Update):
+            rows.append((event.residual, event.draft))
     return thresholds, rows
 
 
@@ -54,7 +51,7 @@ def _cases() -> list[tuple[str, torch.Tensor, torch.Tensor, list[int]]]:
 
 def _events(p, q, xs, read_now: bool) -> tuple[list[Test], list[Update], list[torch.Tensor]]:
     tests, updates, now = [], [], []
-    for event in rrs_wor.chain(*prepare(p, q, xs)):
+    for event in rrs_wor_rows.chain(*prepare(p, q, xs)):
         if isinstance(event, Test):
             tests.append(event)
         elif isinstance(event, Update):
@@ -77,9 +74,9 @@ def test_rows_read_late_in_any_order_are_the_rows_read_at_once(name, p, q, xs):
 
 
 @pytest.mark.parametrize("name, p, q, xs", _cases(), ids=[c[0] for c in _cases()])
-def test_rows_and_thresholds_are_the_eager_reference(name, p, q, xs):
+def test_rows_and_thresholds_are_the_textbook_chain(name, p, q, xs):
     tests, updates, _ = _events(p, q, xs, read_now=False)
-    thresholds, rows = _eager_reference(*prepare(p, q, xs))
+    thresholds, rows = _textbook(*prepare(p, q, xs))
     assert [t.threshold for t in tests] == pytest.approx(thresholds, rel=1e-12, abs=1e-15)
     for update, (r, d) in zip(updates, rows, strict=True):
         torch.testing.assert_close(update.residual.get(), r, rtol=1e-11, atol=1e-15)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 
 from decoding.verify.registry import VERIFIERS
-from decoding.verify.rules import khisti_is
+from decoding.verify.rules.fast import khisti_lazy
 from decoding.verify.rules.node_cache import NodeCache
 
 F64 = torch.float64
@@ -49,10 +49,10 @@ def test_a_row_changed_in_place_is_refit():
     p, q = _rows(2, n=1)
     xs = _candidates(q, 3)[0]
     cache = NodeCache()
-    khisti_is.verify(p[0], q[0], xs, torch.Generator().manual_seed(0), cache=cache)
+    khisti_lazy.verify(p[0], q[0], xs, torch.Generator().manual_seed(0), cache=cache)
     p[0] = torch.softmax(torch.randn(V, generator=torch.Generator().manual_seed(9), dtype=F64), 0)  # same memory
-    v = khisti_is.verify(p[0], q[0], xs, torch.Generator().manual_seed(0), cache=cache)
-    fresh = khisti_is.verify(p[0].clone(), q[0].clone(), xs, torch.Generator().manual_seed(0))
+    v = khisti_lazy.verify(p[0], q[0], xs, torch.Generator().manual_seed(0), cache=cache)
+    fresh = khisti_lazy.verify(p[0].clone(), q[0].clone(), xs, torch.Generator().manual_seed(0))
     assert cache.misses == 2
     assert [t.denominator for t in v.tests] == [t.denominator for t in fresh.tests]  # r(y) of the new rows
     assert (v.accepted, v.token) == (fresh.accepted, fresh.token)

@@ -11,12 +11,13 @@ import pytest
 import torch
 
 from decoding.verify.registry import VERIFIERS
-from decoding.verify.rules import pointmass, rrs, rrs_wor
+from decoding.verify.rules import pointmass, rrs
 from decoding.verify.rules.common import Rows, chain_law, prepare
+from decoding.verify.rules.fast import rrs_wor_rows
 from decoding.verify.sampling import residual
 
 F64 = torch.float64
-RULES = {"rrs": rrs, "rrs_wor": rrs_wor, "pointmass": pointmass}
+RULES = {"rrs": rrs, "rrs_wor": rrs_wor_rows, "pointmass": pointmass}  # the registry's chains
 
 
 def test_rows_are_distinct_views_of_one_block_then_separate_tensors():

@@ -99,7 +99,8 @@ def test_shapes_are_refused_with_a_clear_message():
 
 
 def test_registry_levels():
-    assert {k for k, e in VERIFIERS.items() if e.level == "tree"} == {"block", "traversal", "typical_medusa"}
+    tree_level = {"block", "traversal", "typical_medusa", "hsd", "hsd_lossless"}
+    assert {k for k, e in VERIFIERS.items() if e.level == "tree"} == tree_level
     assert "block" not in node_level_keys() and "typical" in node_level_keys()
     assert VERIFIERS["block"].lossless and VERIFIERS["traversal"].lossless and not VERIFIERS["typical_medusa"].lossless
 

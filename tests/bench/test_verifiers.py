@@ -7,7 +7,7 @@ import argparse
 
 import torch
 
-from decoding.cli import bench_verifiers
+from bench import verifiers as bench_verifiers
 from decoding.verify.registry import VERIFIERS, node_level_keys
 
 
@@ -26,7 +26,7 @@ def test_every_verifier_has_a_row(capsys):
 def test_the_timed_trees_have_the_named_shape_and_are_accepted():
     args = argparse.Namespace(vocab=50, scale=1.0)
     g = torch.Generator().manual_seed(0)
-    for key in ("block", "traversal", "typical_medusa"):
+    for key in ("block", "traversal", "typical_medusa", "hsd", "hsd_lossless"):
         entry = VERIFIERS[key]
         tree, p, q = bench_verifiers._tree(entry, args, g)
         shape = bench_verifiers.TREE_SHAPES.get(key, bench_verifiers.DEFAULT_TREE)

@@ -1,6 +1,6 @@
 """Block efficiency (tokens per target forward) of verifier pairs on the same shapes, over seeds.
 
-`python -m decoding bench efficiency` compares, on the embedded pair by default: block vs sd on a
+`python -m bench efficiency` compares, on the embedded pair by default: block vs sd on a
 chain of 4, traversal vs rrs_wor on a 2,2,2 tree, at T = 0.8 and 1.0, 8 seeds, 24 new tokens per
 run. Prints the mean over seeds with a 95 % t confidence interval, and the paired difference (same
 seed, same prompt). A benchmark, not a test: numbers move with the pair and the prompt.
@@ -21,7 +21,7 @@ COMPARISONS = (("block", "sd", (1, 1, 1, 1)), ("traversal", "rrs_wor", (2, 2, 2)
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="python -m decoding bench efficiency", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m bench efficiency", description=__doc__.split("\n")[0])
     ap.add_argument("--pair", default="embedded")
     ap.add_argument("--seeds", type=int, default=8)
     ap.add_argument("--max-new-tokens", type=int, default=24)

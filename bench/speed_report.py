@@ -122,7 +122,7 @@ def summarise(rows: list[dict], unavailable: dict[str, str], configs: dict[str, 
 
 
 def settings(args, pair, argv) -> dict:
-    return {"command": "python -m decoding bench speed " + " ".join(argv or sys.argv[1:]),
+    return {"command": "python -m bench speed " + " ".join(argv or sys.argv[1:]),
             "pair": pair.describe(), "device": pair.device, "threads": torch.get_num_threads(),
             "prompts": args.prompts, "repeats": args.repeats, "max_new_tokens": args.max_new_tokens,
             "temperatures": args.temperatures, "quick": bool(args.quick), "torch": torch.__version__}

@@ -1,5 +1,5 @@
 """Two-sided bounds on khisti_is's induced law r at one token from the bins alone: most accept tests (and most
-residual proposals) are decided by them, so the node never pays for the full fit (rules/khisti_fit.py).
+residual proposals) are decided by them, so the node never pays for the full fit (rules/fast/khisti_fit.py).
 
 r(y) = k q(y) E[a/(a+S)], a = w(y), S = sum of k-1 i.i.d. weights w(X), X ~ q. The fit's first pass puts every
 weight in a log-weight bin; within its bin a weight is within a factor LAMBDA = 1 + EDGE of the bin's centre c
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from decoding.verify.rules.khisti_fit import EDGE, STEP, Binned, node_weights
+from decoding.verify.rules.fast.khisti_fit import EDGE, STEP, Binned, node_weights
 
 LAMBDA = 1.0 + EDGE  # a weight over its bin's centre lies in [1 / LAMBDA, LAMBDA]
 REL = 1e-9  # relative widening of each bound

@@ -1,16 +1,17 @@
 """Time per node of every registered verifier at a realistic vocabulary size.
 
-    python -m decoding bench verifiers [--vocab 49152] [--k 8] [--nodes 40] [--threads N]
-    python -m decoding.cli.bench_verifiers ...
+    python -m bench verifiers [--vocab 49152] [--k 8] [--nodes 40] [--threads N]
+    python -m bench.verifiers ...
 
 p and q are softmaxes of random N(0, scale^2) logits; each entry gets k candidates (sd 1, spechub 2)
 drawn with its own law. Each node is verified once after a warm-up; the table shows the median (and
 the 90th percentile) over nodes of verify() and the median of conditional(), in wall-clock and in
 process CPU time (use --threads 1 on a shared machine: CPU time then equals uncontended wall time).
 
-Tree-level entries (block, traversal, typical_medusa) have no node-level verify: a second table times
-judge() on whole trees (block: the chain 1,1,1,1; the others: the tree 3,2,2, candidates drawn with the
-entry's law, p and q random as above), per tree and per drafted node (the tree's nodes that have q).
+Tree-level entries (block, traversal, typical_medusa, hsd, ...) have no node-level verify: a second table
+times judge() on whole trees (the chain-only ones, block and hsd: the chain 1,1,1,1; the others: the tree
+3,2,2, candidates drawn with the entry's law, p and q random as above), per tree and per drafted node
+(the tree's nodes that have q).
 """
 
 from __future__ import annotations
@@ -24,12 +25,15 @@ import torch
 from decoding.verify.registry import VERIFIERS, node_level_keys
 from decoding.verify.tree import DraftTree
 
-TREE_SHAPES = {"block": (1, 1, 1, 1)}  # a tree-level entry's timed shape; the rest take DEFAULT_TREE
+CHAIN = (1, 1, 1, 1)
+# a tree-level entry's timed shape: the chain for those that take one draw per node (block, hsd, ...);
+# the rest take DEFAULT_TREE
+TREE_SHAPES = {key: CHAIN for key, entry in VERIFIERS.items() if entry.level == "tree" and entry.max_candidates == 1}
 DEFAULT_TREE = (3, 2, 2)
 
 
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m decoding bench verifiers", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m bench verifiers", description=__doc__.split("\n")[0])
     ap.add_argument("--vocab", type=int, default=49152)
     ap.add_argument("--k", type=int, default=8, help="candidates per node (capped per entry)")
     ap.add_argument("--nodes", type=int, default=40, help="distinct (p, q, candidates) nodes timed per entry")

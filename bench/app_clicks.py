@@ -1,5 +1,5 @@
-"""Benchmarks of the app's Step (not tests): click-to-render latency in a real browser (`./specscope bench
-app`, `main`) and the in-process handler time (`bench_step`, app.py --bench-step).
+"""A benchmark of the app's Step (not a test): click-to-render latency in a real browser (`./specscope bench
+app`; the in-process handler time is bench/app_step.py).
 
 The browser benchmark launches app.py on a free port, one process per pair (so the embedded model is
 loaded in one process at a time), drives headless Chromium with playwright and times, inside the page,
@@ -13,13 +13,9 @@ import argparse
 import statistics
 import sys
 import tempfile
-import time
-from dataclasses import astuple, fields, replace
 from pathlib import Path
 
-from ui import controls, decode
-from ui.local_app import CHROMIUM, ROOT, chromium, launched
-from ui.session import Controls
+from bench.local_app import CHROMIUM, ROOT, chromium, launched
 
 # In the page: click Step, poll until the status names step n and the tree figure's title shows step n
 # (drawn, not only sent), or a warning shows; milliseconds and the status text.
@@ -89,28 +85,6 @@ def bench_pair(args: argparse.Namespace, pair: str) -> tuple[float, list[float],
             ms, text = page.evaluate(CLICK_JS, n)
             times.append(ms)
     return first, times, (text.strip() if "\u26a0" in text else None)
-
-
-def bench_step(kind: str, clicks: int, repeats: int = 3) -> None:
-    """Time whole Step clicks (resume + one step + every view redrawn), as the server runs them."""
-    import app
-
-    _, views = app.build_page(kind)
-    decode.load(replace(Controls(), pair=kind))  # model loading is not part of a click
-    prompt = "the cat" if kind == "toy" else Controls().prompt
-    times = []
-    for seed in range(repeats):
-        raw = replace(Controls(), pair=kind, prompt=prompt, seed=seed, max_new_tokens=256)
-        named = dict(zip([f.name for f in fields(Controls)], astuple(raw), strict=True))
-        session = None
-        for _ in range(clicks):
-            t0 = time.perf_counter()
-            out = controls.step(views, views.inputs(session, **named), progress=None)
-            times.append(time.perf_counter() - t0)
-            session = out[views.state]
-    print(f"{kind} pair, 3,2,2 tree, {len(times)} Step clicks ({repeats} runs x {clicks}): "
-          f"median {1e3 * statistics.median(times):.0f} ms, p90 {1e3 * sorted(times)[int(0.9 * len(times))]:.0f} ms, "
-          f"max {1e3 * max(times):.0f} ms per click (all views redrawn)")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""khisti_is's induced law by the 1-D integral: E[a/(a+S)] fitted once per node as a polynomial per log-weight bin.
+"""khisti_is's induced law by the 1-D integral: E[a/(a+S)] fitted once per node, a polynomial per log-weight bin.
 
 S is the sum of k-1 i.i.d. weights w(X), X ~ q. With a/(a+S) = int_0^inf a e^{-t(a+S)} dt and M(t) = E_q[e^{-t w(X)}]:
     E[a/(a+S)] = P(S=0) + int_0^inf a e^{-ta} (M(t)^{k-1} - P(S=0)) dt.

@@ -1,12 +1,12 @@
 """Benchmark (not a test): what one forward of each part of a speculative step costs, old way vs new way.
 
-    python -m decoding bench forwards [--rounds 5] [--calls 10] [--threads 2] [--rows 5,22]
+    python -m bench forwards [--rounds 5] [--calls 10] [--threads 2] [--rows 5,22]
 
 On the embedded pair, from a 200-token cached context, interleaved round by round (so a busy machine
 slows every variant alike), median milliseconds per call:
 - target, one token (what plain `generate()` pays per token), transformers vs the lean float32 target
   (lean_target.py);
-- target verify of N rows (N causal rows: a tree mask costs nothing, RUNTIME_NOTES.md), stock
+- target verify of N rows (N causal rows: a tree mask costs nothing, docs/speed.md), stock
   `F.linear` products vs MKL-packed products (packed_linear.py) vs the lean target (packed);
 - draft, one token: transformers' int8 self-draft (embedded.int8_self_draft) vs the lean int8 draft
   (lean_draft.py), full head and a head over the first 16384 ids.
@@ -91,7 +91,7 @@ def report(times: dict[str, list[float]]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m decoding bench forwards")
+    parser = argparse.ArgumentParser(prog="python -m bench forwards")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--calls", type=int, default=10, help="calls per variant per round")
     parser.add_argument("--threads", type=int, default=2, help="torch threads (0: torch's default)")
@@ -103,7 +103,7 @@ def main(argv: list[str]) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     times = measure(variants(rows), args.rounds, args.calls)
-    print(f"`python -m decoding bench forwards {' '.join(argv)}` ({torch.get_num_threads()} threads, "
+    print(f"`python -m bench forwards {' '.join(argv)}` ({torch.get_num_threads()} threads, "
           f"{CONTEXT}-token cached context, {args.rounds} rounds x {args.calls} calls, interleaved)\n")
     print(report(times))
     return 0

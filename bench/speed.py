@@ -1,6 +1,6 @@
 """Benchmark (not a test): specscope against plain decoding and transformers' speculative paths.
 
-    python -m decoding bench speed [--quick] [--pair embedded] [--configs sd:1,1,1,1 rrs_wor:3,2,2]
+    python -m bench speed [--quick] [--pair embedded] [--configs sd:1,1,1,1 rrs_wor:3,2,2]
         [--temperatures 0,0.8] [--prompts 4] [--repeats 3] [--max-new-tokens 40] [--threads N]
         [--paths fast,recorded,recorded-lazy[,recorded-eager]] [--also-pairs embedded-fast ...]
         [--device cpu|cuda] [--json PATH] [--chart PATH.html]
@@ -35,18 +35,18 @@ from pathlib import Path
 
 import torch
 
-from decoding.cli import bench_speed_report as report
-from decoding.cli.bench_speed_methods import BASELINES, SPECSCOPE_PATHS, Case, Unavailable, specscope
+from bench import speed_report as report
+from bench.speed_methods import BASELINES, SPECSCOPE_PATHS, Case, Unavailable, specscope
 from decoding.models.kinds import BUILT_IN
 from decoding.run.config import DecodeConfig, parse_branching
 
-PROMPTS_FILE = Path(__file__).resolve().parents[2] / "assets" / "bench_prompts.json"
+PROMPTS_FILE = Path(__file__).resolve().parents[1] / "assets" / "bench_prompts.json"
 QUICK = {"prompts": 2, "repeats": 2, "max_new_tokens": 12}
 PATHS = ("fast", "recorded", "recorded-lazy")  # the default --paths (recorded-eager is opt-in)
 
 
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m decoding bench speed", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m bench speed", description=__doc__.split("\n")[0])
     ap.add_argument("--pair", default="embedded", choices=[*BUILT_IN, "custom"])
     ap.add_argument("--target", default=None, help="with --pair custom: target hub id or folder")
     ap.add_argument("--draft", default=None, help="with --pair custom: draft hub id or folder")

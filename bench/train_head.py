@@ -1,4 +1,4 @@
-"""`python -m decoding train-head`: train the embedded pair's draft head (draft_head.py) on the target's own answers.
+"""`python -m bench train-head`: train the embedded pair's draft head (draft_head.py) on the target's own answers.
 
 How the shipped head (assets/draft_head/) was made, reproducibly (seeded; head.json's made_by has the exact
 commands: answer runs saved with --save-data --answers-only, ~15 min per 60k tokens on one core, then one
@@ -15,7 +15,7 @@ training run over the saved files):
 It prints the held-out acceptance sum_x min(p, q) at every level (a tenth of the ANSWERS, whole answers unseen
 in training: a split by positions leaks neighbouring positions of the same answer and overstates it).
 
-    python -m decoding train-head [--out DIR] [--prompts N] [--new-tokens N] [--epochs E] [--levels L]
+    python -m bench train-head [--out DIR] [--prompts N] [--new-tokens N] [--epochs E] [--levels L]
         [--inner W] [--lr LR] [--data FILE ...]
 """
 
@@ -36,7 +36,7 @@ IM_START = 1  # SmolLM2's <|im_start|>: the answer starts 2 tokens after the las
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m decoding train-head", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m bench train-head", description=__doc__.split("\n")[0])
     p.add_argument("--out", default=str(draft_head.HEAD_DIR), help="folder for head.safetensors and head.json")
     p.add_argument("--prompts", type=int, default=384, help="how many training prompts to answer")
     p.add_argument("--first-prompt", type=int, default=0, help="index of the first prompt to answer")
@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     objective = Objective(head, model.model.embed_tokens.weight.detach(),
                           model.lm_head.weight.detach()[: args.head_size], args.levels)
     stats = train(examples(data["seqs"], data["feats"], args.levels), objective, args.epochs, args.seed, args.lr)
-    about = {"made_by": "python -m decoding train-head " + " ".join(argv or sys.argv[1:]), **stats,
+    about = {"made_by": "python -m bench train-head " + " ".join(argv or sys.argv[1:]), **stats,
              "answers": len(data["seqs"]), "answer_tokens": sum(map(len, data["seqs"]))}
     draft_head.save_head(head.eval(), Path(args.out), about)
     print(json.dumps(about))

@@ -1,6 +1,6 @@
 """Benchmark (not a test): embedded-pair load times and milliseconds per step of a 3,2,2 tree.
 
-    python -m decoding bench engine [--steps 12] [--repeats 3] [--skip-load]
+    python -m bench engine [--steps 12] [--repeats 3] [--skip-load]
 
 Load times are measured in fresh subprocesses: "first" converts the GGUF into an empty cache folder,
 "cached" loads the same folder again. Step times come from the StepRecords of several runs; "record"
@@ -67,7 +67,7 @@ def bench_steps(steps: int, repeats: int) -> None:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m decoding bench engine")
+    parser = argparse.ArgumentParser(prog="python -m bench engine")
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--skip-load", action="store_true", help="skip the load-time measurement")

@@ -1,6 +1,6 @@
 """Time a record's per-node theory (exact acceptance and α*) against an earlier revision's code.
 
-    python -m decoding bench theory [--baseline REV] [--vocab 49152] [--nodes 20] [--ks 2,3,4] [--repeats 3]
+    python -m bench theory [--baseline REV] [--vocab 49152] [--nodes 20] [--ks 2,3,4] [--repeats 3]
 
 Nodes look like an LLM's: logits ~ 3 N(0, 1), q = softmax(logits / T), p = softmax((logits + noise) / T),
 T = 0.8. For each node and k, run.recorder.visit_theory (theory.acceptance + theory.optimal_acceptance,
@@ -28,11 +28,11 @@ from decoding.verify.registry import VERIFIERS
 from decoding.verify.sampling import make_generator
 
 BASELINE = "66ef243"  # the last revision before the fast exponential-race quadrature and the pruned α* scan
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m decoding bench theory", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m bench theory", description=__doc__.split("\n")[0])
     ap.add_argument("--baseline", default=BASELINE, help="git revision whose theory code is the reference")
     ap.add_argument("--vocab", type=int, default=49152)
     ap.add_argument("--nodes", type=int, default=20)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from decoding.cli import bench_forwards
+from bench import forwards as bench_forwards
 
 
 def test_measure_interleaves_every_variant_and_report_divides_by_the_one_token_target() -> None:

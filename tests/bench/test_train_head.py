@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from decoding.cli.train_head import IM_START, Objective, at, examples, load_data, save_data
+from bench.train_head import IM_START, Objective, at, examples, load_data, save_data
 from decoding.models.draft_head import DraftHead, HeadConfig
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from decoding.cli import bench_speed_report as report
+from bench import speed_report as report
 from decoding.run.config import DecodeConfig
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,7 +28,7 @@ CONFIG_FIELDS = {"label", "verifier", "tree", "temperature", "block_efficiency",
 def quick(tiny_matching_folders, tmp_path_factory) -> dict:
     target, draft = tiny_matching_folders
     out = tmp_path_factory.mktemp("bench") / "speed.json"
-    res = subprocess.run([sys.executable, "-m", "decoding", "bench", "speed", "--quick", "--pair", "custom",
+    res = subprocess.run([sys.executable, "-m", "bench", "speed", "--quick", "--pair", "custom",
                           "--target", str(target), "--draft", str(draft), "--configs", *CONFIGS,
                           "--json", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr
@@ -40,7 +40,7 @@ def test_quick_json_has_every_field(quick):
     assert set(quick) == {"settings", "unavailable", "tokens_per_second", "baselines_vs_generate", "configs",
                           "other_pairs", "runs", "chart"}
     assert quick["unavailable"] == {}
-    assert quick["settings"]["quick"] is True and quick["settings"]["command"].startswith("python -m decoding")
+    assert quick["settings"]["quick"] is True and quick["settings"]["command"].startswith("python -m bench speed")
     paths = ("fast", "recorded", "recorded-lazy")
     methods = set(BASELINES) | {f"specscope {path} {c}" for c in CONFIGS for path in paths}
     assert set(quick["tokens_per_second"]) == methods
@@ -88,7 +88,7 @@ def test_fastest_is_a_lossless_pair_config_and_decoding_stays_light():
 
 
 def test_paths_and_other_pairs_name_their_methods():
-    from decoding.cli import bench_speed
+    from bench import speed as bench_speed
     from decoding.models import pairs
 
     configs = bench_speed.parse_configs(["sd:1,1"])
@@ -109,7 +109,7 @@ def test_assisted_generation_gets_a_transformers_twin_of_the_lean_draft(tiny_mat
 
     from transformers import AutoModelForCausalLM
 
-    from decoding.cli.bench_speed_methods import transformers_draft
+    from bench.speed_methods import transformers_draft
     from decoding.models.lean_draft import LeanInt8Llama
 
     target = AutoModelForCausalLM.from_pretrained(tiny_matching_folders[0]).eval()
@@ -133,7 +133,7 @@ def test_recorded_times_what_the_app_runs_and_reports_the_eager_numbers(monkeypa
     Oracle: the eager run's records (engine.start without lazy_theory) and the order of clock reads and fills."""
     from dataclasses import fields, replace
 
-    from decoding.cli import bench_speed_methods as methods
+    from bench import speed_methods as methods
     from decoding.models import pairs
     from decoding.run import engine
 

@@ -1,0 +1,28 @@
+"""`python -m decoding bench ...` and `python -m decoding train-head ...` (and `app.py --bench-step N`) are
+contracts that outlived their code: the benchmarks and the head's training moved to the top-level `bench`
+package (`python -m bench ...`). This hands those commands over at run time, by the module's name.
+
+Why not an import: bench sits above app, ui, viz and decoding (its benchmarks drive all of them) and
+nothing imports it; a static import here would put decoding below its own benchmarks and make a cycle.
+tests/test_layout.py allows the name BENCH_ENTRY in this module only.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+BENCH_ENTRY = "bench.main"
+
+
+def hand_to_bench(argv: list[str]) -> int:
+    """`python -m bench ARGV`, in this process; exit 2 with one line where the bench package is missing."""
+    try:
+        entry = importlib.import_module(BENCH_ENTRY)
+    except ModuleNotFoundError as err:
+        if not (err.name or "").startswith("bench"):
+            raise
+        print("error: the benchmarks and train-head moved to the top-level `bench` package (python -m bench ...), "
+              "which is not importable here: run from the repository's root", file=sys.stderr)
+        return 2
+    return int(entry.main(argv) or 0)
