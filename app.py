@@ -19,8 +19,22 @@ from pathlib import Path
 
 import gradio as gr
 
+from decoding.models import space
 from decoding.verify.registry import VERIFIERS
-from ui import compare, controls, decode, help, inspector, lab, run_stats, trace_io, tree_view
+from ui import (
+    api_tools,
+    compare,
+    controls,
+    decode,
+    endpoints,
+    help,
+    inspector,
+    lab,
+    run_stats,
+    speed,
+    trace_io,
+    tree_view,
+)
 from ui.caps import CEILINGS, Caps
 from ui.run_cache import RunCache
 from ui.session import PAIRS, Controls, new_session
@@ -41,7 +55,7 @@ def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = (),
     caps = caps or Caps()
     runs = RunCache() if runs is None else runs
     default = replace(Controls(), pair=default_pair,
-                      prompt=controls.example_prompts()["toy" if default_pair == "toy" else "text"][0])
+                      prompt=controls.example_prompts()["toy" if default_pair == "toy" else "text"][0]).within(caps)
     with gr.Blocks(title="specscope", analytics_enabled=False) as demo:
         gr.Markdown(INTRO)
         if notices:  # launch-time problems, e.g. a refused --verifier-file
@@ -60,6 +74,8 @@ def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = (),
             traces = trace_io.TraceIO.build()
             with gr.Tab("Verifier lab"):
                 lab.build(VERIFIERS)
+            with gr.Tab("Speed"):
+                fast = speed.build()
             help.build()
         views = Views(state, panel.status, [tree, nodes, stats, versus], controls=panel.widgets,
                       options=versus.options(), caps=caps)
@@ -70,8 +86,11 @@ def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = (),
         run_stats.wire(views, stats, decode_queue)
         changes += trace_io.wire(views, traces, runs)
         compare.wire(views, versus, decode_queue)
+        speed.wire(fast, state, runs, decode_queue)
         run_stats.wire_lazy(views, stats, tabs, changes, runs)
+        api_tools.register(caps)  # API-only endpoints (the MCP tools)
         demo.unload(_leaver(runs))
+    endpoints.hide_internal(demo)  # the API lists ui.endpoints.ENDPOINTS only
     return demo, views
 
 
@@ -106,6 +125,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "(= python -m bench step --pair P --clicks N)")
     parser.add_argument("--verifier-file", action="append", default=[], metavar="PATH",
                         help="a local Python file with your own verifier (README); repeatable; registered at launch")
+    parser.add_argument("--mcp", action=argparse.BooleanOptionalAction, default=space.on_space(),
+                        help="also serve the MCP server (its tools: " + ", ".join(endpoints.TOOLS)
+                             + "); on by default on a Hugging Face Space")
     for name, (ceiling, what) in CEILINGS.items():
         parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=ceiling, metavar="N",
                             help=f"limit on {what} per run (default and most: {ceiling})")
@@ -138,16 +160,24 @@ def main(argv: list[str] | None = None) -> None:
     demo = build_app(default_pair=args.pair, notices=tuple(notices), caps=args.caps)
     if not args.no_preload:
         threading.Thread(target=decode.preload, args=(args.pair,), daemon=True, name="specscope-preload").start()
-    serve(demo, args.host, args.port)
+    serve(demo, args.host, args.port, mcp=args.mcp)
 
 
-def serve(demo: gr.Blocks, host: str, port: int, block: bool = True) -> None:
-    """Queue and launch the page as the Space serves it (block=False returns once it listens: tests)."""
+def serve(demo: gr.Blocks, host: str, port: int, block: bool = True, mcp: bool = False) -> None:
+    """Queue and launch the page as the Space serves it (block=False returns once it listens: tests).
+
+    `mcp`: also serve Gradio's MCP server at /gradio_api/mcp/ with only the tools in endpoints.TOOLS
+    (Gradio would offer every public endpoint; the page's own endpoints take widget values, not questions)."""
     # run_history=False: gradio 6 otherwise keeps the last 100 runs of every event, inputs and outputs
     # (each Step's figures), in the browser's localStorage, re-read and re-written on every click: a
     # Step's cost grew with the session, up to the 5 MB quota and its retry loop.
     demo.queue(max_size=64).launch(server_name=host, server_port=port, css=CSS, head=head(), run_history=False,
-                                   max_file_size="50mb", show_error=False, prevent_thread_lock=not block)
+                                   max_file_size="50mb", show_error=False, prevent_thread_lock=True,
+                                   mcp_server=mcp)
+    if mcp:
+        endpoints.only_tools(demo)
+    if block:
+        demo.block_thread()
 
 
 def head() -> str:

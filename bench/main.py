@@ -24,6 +24,7 @@ COMMANDS: dict[str, Command] = {
     "speed": Command("bench.speed", "specscope against generate(), assisted generation and prompt lookup"),
     "forwards": Command("bench.forwards", "one forward of each step part, old way vs new way"),
     "theory": Command("bench.theory", "a record's per-node theory against an earlier revision's code"),
+    "calibrate": Command("bench.calibrate", "calibrate a pair on this machine (cached) and show the chosen shape"),
     "app": Command("bench.app_clicks", "Step click-to-render latency in headless Chromium"),
     "step": Command("bench.app_step", "whole Step clicks in-process (resume + step + every view redrawn)"),
     "train-head": Command("bench.train_head", "train the embedded-head pair's draft head (assets/draft_head)"),

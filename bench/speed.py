@@ -52,10 +52,13 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--draft", default=None, help="with --pair custom: draft hub id or folder")
     ap.add_argument("--device", default="cpu", help="cpu, cuda, or auto")
     ap.add_argument("--configs", nargs="+", default=None,
-                    help="verifier:tree[:adaptive] items, e.g. sd:1,1,1,1 sd:1,1,1,1:adaptive rrs_wor:3,2,2 "
-                         "(default: FASTEST and rrs_wor:3,2,2)")
+                    help="verifier:tree[:adaptive] items, e.g. sd:1,1,1,1 sd:1,1,1,1:adaptive rrs_wor:3,2,2, or "
+                         "'fastest': what decoding.fastest.fastest() chooses for --pair on this machine at each "
+                         "temperature (calibrated first; cached) (default: FASTEST and rrs_wor:3,2,2)")
     ap.add_argument("--temperatures", default="0,0.8", help="comma-separated temperatures")
     ap.add_argument("--prompts", type=int, default=4, help="how many prompts of assets/bench_prompts.json")
+    ap.add_argument("--prompts-file", type=Path, default=None,
+                    help="a JSON file {\"prompts\": [{\"kind\", \"prompt\"}, ...]} instead (held-out prompts)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--max-new-tokens", type=int, default=40)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
@@ -86,6 +89,19 @@ def parse_configs(items: list[str] | None) -> dict[str, DecodeConfig]:
     return out
 
 
+def fastest_configs(pair, kind: str, temps: list[float]) -> dict[str, DecodeConfig]:
+    """{label: config}: what fastest() chooses for this pair here at each temperature (the pair calibrated first,
+    its product plan applied), labelled with the shape, e.g. 'fastest@T=0 sd:1,1' or 'fastest@T=0 target alone'."""
+    from decoding.speed.choice import choose_for
+
+    out = {}
+    for t in temps:
+        pick = choose_for(pair, kind, t, progress=lambda m: print(f"calibrating: {m}", file=sys.stderr))
+        print(f"fastest() at T = {t}: {pick.choice.why()}", file=sys.stderr)
+        out[f"fastest@T={t:g} {pick.choice.best.label()}"] = pick.config(t).with_(record=True)
+    return out
+
+
 def parse_temperatures(text: str) -> list[float]:
     try:
         temps = [float(t) for t in text.split(",")]
@@ -96,8 +112,12 @@ def parse_temperatures(text: str) -> list[float]:
     return temps
 
 
-def load_prompts(n: int) -> list[dict]:
-    prompts = json.loads(PROMPTS_FILE.read_text(encoding="utf-8"))["prompts"]
+def load_prompts(n: int, path: Path | None = None) -> list[dict]:
+    try:
+        prompts = json.loads((path or PROMPTS_FILE).read_text(encoding="utf-8"))["prompts"]
+        prompts = [{"kind": str(p["kind"]), "prompt": str(p["prompt"])} for p in prompts]
+    except (KeyError, TypeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{path}: expected {{\"prompts\": [{{\"kind\", \"prompt\"}}, ...]}} ({err})") from None
     if not 1 <= n <= len(prompts):
         raise ValueError(f"--prompts must be between 1 and {len(prompts)}")
     return prompts[:n]
@@ -168,9 +188,11 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.quick:
         vars(args).update(QUICK)
-    configs, temps = parse_configs(args.configs), parse_temperatures(args.temperatures)
+    temps = parse_temperatures(args.temperatures)
+    wants_fastest = bool(args.configs) and "fastest" in args.configs
+    configs = parse_configs([c for c in args.configs if c != "fastest"] or None if wants_fastest else args.configs)
     paths = parse_paths(args.paths)
-    prompts = load_prompts(args.prompts)
+    prompts = load_prompts(args.prompts, args.prompts_file)
     if args.threads:
         torch.set_num_threads(args.threads)
     from decoding.models import pairs as models
@@ -179,6 +201,8 @@ def main(argv: list[str] | None = None) -> int:
                             progress=lambda m: print(m, file=sys.stderr))
     also = {kind: models.load_pair(kind, device=args.device, progress=lambda m: print(m, file=sys.stderr))
             for kind in args.also_pairs if kind != args.pair}
+    if wants_fastest:
+        configs = fastest_configs(pair, args.pair, temps) | (configs if len(args.configs) > 1 else {})
     methods = methods_of(configs, paths, also)
     cases = build_cases(pair, prompts, temps, args.repeats, args.max_new_tokens)
     warm_up(pair, methods, cases[0][1])

@@ -4,9 +4,11 @@
     python -m bench.verifiers ...
 
 p and q are softmaxes of random N(0, scale^2) logits; each entry gets k candidates (sd 1, spechub 2)
-drawn with its own law. Each node is verified once after a warm-up; the table shows the median (and
-the 90th percentile) over nodes of verify() and the median of conditional(), in wall-clock and in
-process CPU time (use --threads 1 on a shared machine: CPU time then equals uncontended wall time).
+drawn with its own law; ot_optimal (an exact LP per node) gets k = 2 over a draft narrowed to its 40 most
+likely tokens, the size its LP solves (rules/ot_optimal.py). Each node is verified once after a warm-up;
+the table shows the median (and the 90th percentile) over nodes of verify() and the median of
+conditional(), in wall-clock and in process CPU time (use --threads 1 on a shared machine: CPU time then
+equals uncontended wall time).
 
 Tree-level entries (block, traversal, typical_medusa, hsd, ...) have no node-level verify: a second table
 times judge() on whole trees (the chain-only ones, block and hsd: the chain 1,1,1,1; the others: the tree
@@ -30,6 +32,7 @@ CHAIN = (1, 1, 1, 1)
 # the rest take DEFAULT_TREE
 TREE_SHAPES = {key: CHAIN for key, entry in VERIFIERS.items() if entry.level == "tree" and entry.max_candidates == 1}
 DEFAULT_TREE = (3, 2, 2)
+NARROWED = {"ot_optimal": (2, 40)}  # (k, draft support) where the full draft is beyond the entry's reach
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -45,12 +48,23 @@ def _parser() -> argparse.ArgumentParser:
 
 def _nodes(entry, args, generator: torch.Generator) -> list[tuple]:
     k = min(args.k, entry.max_candidates or args.k)
+    k, support = NARROWED.get(entry.name, (k, None))
     nodes = []
     for _ in range(args.nodes):
         p = torch.softmax(torch.randn(args.vocab, generator=generator, dtype=torch.float64) * args.scale, 0)
         q = torch.softmax(torch.randn(args.vocab, generator=generator, dtype=torch.float64) * args.scale, 0)
+        if support is not None:
+            q = _narrowed(q, support)
         nodes.append((p, q, entry.sample(q, k, generator)))
     return nodes
+
+
+def _narrowed(q: torch.Tensor, support: int) -> torch.Tensor:
+    """q [V] kept on its `support` most likely tokens, renormalised (what a top-k warp does)."""
+    top = torch.topk(q, min(support, q.shape[0])).indices
+    out = torch.zeros_like(q)
+    out[top] = q[top]
+    return out / out.sum()
 
 
 def _times_ms(fn, nodes: list[tuple]) -> tuple[list[float], list[float]]:

@@ -29,7 +29,9 @@ TOP_FILES = ("app.py",)  # modules outside the packages
 FORBIDDEN = [
     ("decoding.verify", ("decoding.models", "decoding.run", "decoding.cli", "decoding.lab", "decoding.compare")),
     ("decoding.models", ("decoding.run", "decoding.cli", "decoding.lab", "decoding.compare")),
-    ("decoding.run", ("decoding.cli",)),
+    ("decoding.run", ("decoding.cli", "decoding.speed")),
+    ("decoding.verify", ("decoding.speed",)),
+    ("decoding.models", ("decoding.speed",)),
     ("decoding", ("gradio", "viz", "ui")),
     ("viz", ("torch", "gradio", "transformers", "tokenizers", "decoding.models", "ui")),
     ("decoding", ("bench", "app")),

@@ -19,6 +19,7 @@ from decoding.compare import runs
 from decoding.compare.selection import allowed_keys, check_selection
 from decoding.verify.registry import VERIFIERS
 from ui import decode
+from ui.endpoints import public
 from ui.session import Controls, Session
 from ui.views import Out, Views, md
 from viz import compare as vc
@@ -169,7 +170,7 @@ def read_draws(raw: Any) -> int:
 def select_allowed(views: Views, values: dict) -> dict:
     """Select every lossless verifier the current tree shape allows (a bad shape: keep the selection)."""
     try:
-        return gr.update(value=allowed_keys(views.read_controls(values).config()))
+        return gr.update(value=allowed_keys(views.configure(values).config))
     except ValueError as err:
         gr.Warning(str(err))
         return gr.update()
@@ -186,8 +187,8 @@ def compare_runs(views: Views, panel: ComparePanel, values: dict, progress: gr.P
 
 
 def _compare_runs(views: Views, panel: ComparePanel, values: dict, progress: gr.Progress | None) -> Out:
-    controls = views.read_controls(values)
-    config = controls.config()
+    configured = views.configure(values)  # the one boundary: control rules and this server's caps
+    controls, config = configured.controls, configured.config
     keys = list(dict.fromkeys([config.verifier, *read_keys(values.get(panel.verifiers))]))
     check_selection(keys, config)
     n = read_seeds(values.get(panel.seeds))
@@ -218,6 +219,16 @@ def read_seeds(raw: Any) -> int:
 
 def wire(views: Views, panel: ComparePanel, decode_queue: dict) -> None:
     widgets = {*views.controls.values()}
-    panel.allowed.click(partial(select_allowed, views), widgets, [panel.verifiers], show_progress="hidden")
-    panel.run_button.click(partial(compare_runs, views, panel), widgets | {panel.verifiers, panel.seeds},
-                           [panel.runs_note, panel.runs_plot, panel.runs_table], **decode_queue)
+    # compare_runs by name, as Step: pair, prompt, ..., compare_keys, seeds
+    named = {**views.controls, "compare_keys": panel.verifiers, "seeds": panel.seeds}
+
+    def on_compare_runs(progress: gr.Progress = PROGRESS, **values: Any) -> Out:
+        return compare_runs(views, panel, views.values_of(named, values), progress)
+
+    # preprocess=False, as Step: raw values reach the boundary (ui.session.configure), so a client's values
+    # over the caps get the same refusal as on Step, not Gradio's own range error.
+    panel.allowed.click(partial(select_allowed, views), widgets, [panel.verifiers], show_progress="hidden",
+                        preprocess=False, **public("compare_allowed"))
+    panel.run_button.click(on_compare_runs, None, [panel.runs_note, panel.runs_plot, panel.runs_table],
+                           inputs_kwargs=named, preprocess=False,
+                           **public("compare_runs"), **decode_queue)

@@ -16,8 +16,9 @@ from decoding.run import engine
 from decoding.verify.registry import VERIFIERS
 from ui import compare, decode
 from ui.caps import Caps
+from ui.endpoints import public
 from ui.run_cache import RunCache
-from ui.session import PAIRS, SHAPES, Controls, Session, field_spec
+from ui.session import PAIRS, SHAPES, Configured, Controls, Session, field_spec
 from ui.views import Out, Views, internal_error, md
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
@@ -51,8 +52,9 @@ class ControlsPanel:
 def _widgets(default: Controls, caps: Caps) -> tuple[dict[str, Any], gr.Markdown]:
     w: dict[str, Any] = {"pair": gr.Radio(PAIRS, value=default.pair, label="model pair (target p, draft q)")}
     with gr.Row():
-        w["target"] = gr.Textbox(label="target model", placeholder="hub id or local folder", visible=False)
-        w["draft"] = gr.Textbox(label="draft model", placeholder="hub id or local folder", visible=False)
+        # value "": the API lists them as optional (a script on a built-in pair leaves them out)
+        w["target"] = gr.Textbox("", label="target model", placeholder="hub id or local folder", visible=False)
+        w["draft"] = gr.Textbox("", label="draft model", placeholder="hub id or local folder", visible=False)
     w["prompt"] = gr.Textbox(default.prompt, label="prompt", lines=3, max_length=caps.max_prompt_chars)
     examples = example_prompts()
     gr.Examples([[p] for p in examples["text"] + examples["toy"]], inputs=[w["prompt"]], label="example prompts")
@@ -123,17 +125,17 @@ def step(views: Views, values: dict, progress: gr.Progress = PROGRESS, request: 
          runs: RunCache | None = None) -> Out:
     """One speculative step: the live run from `runs` (or resumed from its plain state), step once, redraw."""
     session = values.get(views.state) or Session()
-    controls = partial(views.read_controls, values)
-    return views.guarded(session, lambda: _step_once(views, session, controls(), progress, runs, request,
-                                                     compare.selected(views, values)))
+    return views.guarded(session, lambda: _step_once(views, session, views.configure(values), progress, runs,
+                                                     request, compare.selected(views, values)))
 
 
-def _step_once(views: Views, session: Session, controls: Controls, progress: gr.Progress | None,
+def _step_once(views: Views, session: Session, configured: Configured, progress: gr.Progress | None,
                runs: RunCache | None, request: gr.Request | None, compared: tuple[list[str], int] = ([], 0)) -> Out:
+    controls = configured.controls
     note = decode.finished_note(session, controls)
     if note:
         return views.draw(session, status=note)
-    run, fresh = decode.open_run(session, controls, progress, views.caps, *compared, runs=runs)
+    run, fresh = decode.open_run(session, configured, progress, *compared, runs=runs)
     decode.advance(run)
     decode.fill_shown(run)  # the page shows the new step: its theory now (lazy run), not at every step
     after = decode.commit(session, controls, run, fresh)
@@ -146,13 +148,13 @@ def run(views: Views, values: dict, progress: gr.Progress = PROGRESS, request: g
     """Step until the run finishes, redrawing after every step (Stop cancels this event)."""
     current = values.get(views.state) or Session()
     try:
-        controls = views.read_controls(values)
+        configured = views.configure(values)
+        controls = configured.controls
         note = decode.finished_note(current, controls)
         if note:
             yield views.draw(current, status=note)
             return
-        live, fresh = decode.open_run(current, controls, progress, views.caps,
-                                      *compare.selected(views, values), runs=runs)
+        live, fresh = decode.open_run(current, configured, progress, *compare.selected(views, values), runs=runs)
         try:
             for latest in _stream(current, controls, live, fresh):
                 shown, current = current, latest
@@ -202,7 +204,7 @@ def reset(views: Views, session: Session | None = None, *, runs: RunCache | None
 
 def wire(views: Views, panel: ControlsPanel, decode_queue: dict, runs: RunCache | None = None) -> list:
     """Wire the controls; returns the events that change the session (for run_stats' lazy charts)."""
-    inputs = {views.state, *panel.widgets.values(), *views.options.values()}
+    inputs = views.named_inputs()  # by name: the API's parameters are pair, prompt, ..., compare_keys
     # preprocess=False: the raw values a client sends reach Controls.from_raw, the one boundary, so a
     # hostile API call gets the same ⚠️ status line as the page (not Gradio's own range errors).
     # The progress overlay (model loading, the running step) only on the status line: redrawing an overlay
@@ -210,21 +212,21 @@ def wire(views: Views, panel: ControlsPanel, decode_queue: dict, runs: RunCache 
     raw = dict(preprocess=False, show_progress_on=[views.status], **decode_queue)
 
     # Closures, not partials: Gradio finds the gr.Request parameter by a plain function's type hints.
-    def on_step(values: dict, request: gr.Request, progress: gr.Progress = PROGRESS) -> Out:
-        return step(views, values, progress, request, runs=runs)
+    def on_step(request: gr.Request, progress: gr.Progress = PROGRESS, **named: Any) -> Out:
+        return step(views, views.values_of(inputs, named), progress, request, runs=runs)
 
-    def on_run(values: dict, request: gr.Request, progress: gr.Progress = PROGRESS) -> Iterator[Out]:
-        yield from run(views, values, progress, request, runs=runs)
+    def on_run(request: gr.Request, progress: gr.Progress = PROGRESS, **named: Any) -> Iterator[Out]:
+        yield from run(views, views.values_of(inputs, named), progress, request, runs=runs)
 
     def on_stop(session: Session | None, request: gr.Request) -> Out:
         return stopped(views, session, request, runs=runs)
 
-    stepping = panel.step.click(on_step, inputs, views.outputs(), api_name="step", **raw)
-    running = panel.run.click(on_run, inputs, views.outputs(), api_name="run", **raw)
+    stepping = panel.step.click(on_step, None, views.outputs(), inputs_kwargs=inputs, **public("step"), **raw)
+    running = panel.run.click(on_run, None, views.outputs(), inputs_kwargs=inputs, **public("run"), **raw)
     stopping = panel.stop.click(None, None, None, cancels=[running]).then(
-        on_stop, [views.state], views.outputs(), show_progress="hidden")
+        on_stop, [views.state], views.outputs(), show_progress="hidden", **public("stop"))
     resetting = panel.reset.click(partial(reset, views, runs=runs), [views.state], views.outputs(), cancels=[running],
-                                  api_name="reset")
+                                  **public("reset"))
     w = panel.widgets
     w["verifier"].change(verifier_info, [w["verifier"]], [panel.verifier_info], show_progress="hidden")
     # Unqueued, so a Step sent right after a pair change cannot overtake the prompt swap.

@@ -30,9 +30,8 @@ from decoding.run import engine
 from decoding.run import recorder as recording
 from decoding.run.config import DecodeConfig
 from decoding.run.schema import StepRecord
-from ui.caps import Caps
 from ui.run_cache import Offer, RunCache
-from ui.session import PAIRS, Controls, Session
+from ui.session import PAIRS, Configured, Controls, Session
 
 log = logging.getLogger("specscope.app")
 
@@ -66,17 +65,18 @@ def _reporter(progress: gr.Progress | None) -> Callable[..., None]:
     return report
 
 
-def open_run(session: Session, controls: Controls, progress: gr.Progress | None,
-             caps: Caps | None = None, compare: Sequence[str] = (), mc_draws: int = 0,
+def open_run(session: Session, configured: Configured, progress: gr.Progress | None,
+             compare: Sequence[str] = (), mc_draws: int = 0,
              runs: RunCache | None = None) -> tuple[engine.Run, bool]:
     """Resume the session's run when the controls are unchanged, else start a new one (fresh=True).
 
     With `compare` keys the run is a CompareRun: those verifiers judge every step too (the run
     verifier still emits); turning compare on or off continues the same run. Without, the live run
     comes out of `runs` when it is there and is exactly the session's run (its KV caches warm);
-    otherwise it is rebuilt from the plain state (both caches re-prefilled).
+    otherwise it is rebuilt from the plain state (both caches re-prefilled). `configured` comes from the
+    boundary (ui.session.configure): validated within this server's caps before anything is loaded.
     """
-    config = controls.config(caps)  # validate (within this server's caps) before loading anything
+    controls, config = configured.controls, configured.config
     if compare:
         check_selection(list(compare), config)  # refuse, never drop, a verifier the shape does not allow
     pair = load(controls, progress)

@@ -8,6 +8,7 @@ from typing import Any
 
 import gradio as gr
 
+from ui.endpoints import public
 from ui.session import Session
 from ui.views import Out, Views, plot
 from viz import node_figure
@@ -83,4 +84,4 @@ def inspect(panel: Inspector, session: Session | None, position: Any, node: Any)
 
 def wire(views: Views, panel: Inspector, slider: gr.Slider) -> None:
     panel.node.input(partial(inspect, panel), [views.state, slider, panel.node], [panel.plot, panel.tests],
-                     show_progress="hidden")
+                     show_progress="hidden", **public("inspect_node"))

@@ -17,8 +17,10 @@ import torch
 from decoding.lab import language as lang
 from decoding.lab.custom import is_custom
 from decoding.lab.node import node_report, sequence_report
+from decoding.lab.tradeoff import FUZZY, tradeoff
 from decoding.lab.trees import parse_shape
 from decoding.verify.entry import Verifier
+from ui.endpoints import public
 from viz import lab as viz_lab
 
 HEADERS = ["token", "p (target)", "q (draft)"]
@@ -26,6 +28,7 @@ DEFAULT_PRESET = "worked_example"
 DEFAULT_KEYS = ("rrs", "rrs_wor", "spectr", "greedy")
 MAX_K = 4
 MAX_SAMPLES = 20_000
+TRADEOFF_ALWAYS = ("greedy", "typical")  # the lossy baselines drawn beside fuzzy's curve whatever is checked
 
 
 def preset_names() -> list[str]:
@@ -107,6 +110,21 @@ def certify_shape(registry: Mapping[str, Verifier], preset: str, table: Any, key
     return viz_lab.sequence_figure(report), "\n".join(lines)
 
 
+def tradeoff_chart(registry: Mapping[str, Verifier], preset: str, table: Any, keys: list[str] | None, shape: str):
+    """-> (trade-off figure, markdown): fuzzy's exact staircase as its threshold moves, greedy and typical, and
+    the checked verifiers, on the preset language (root rows from the table) and the tree shape."""
+    chosen = [k for k in (keys or []) if k in registry and k != FUZZY]
+    chosen += [k for k in TRADEOFF_ALWAYS if k in registry and k not in chosen]
+    try:
+        language = with_root(load_preset(preset), table)
+        points, notes = tradeoff(registry, language, parse_shape(shape), [*chosen, FUZZY])
+    except ValueError as err:
+        return viz_lab.tradeoff_figure([]), f"**Input:** {err}"
+    title = f"{language.name}, tree {shape}: tokens per step against TV(output, target), exact"
+    md = "\n".join(f"- left out: {n}" for n in notes) or "Every chosen verifier ran this shape."
+    return viz_lab.tradeoff_figure(points, title), md
+
+
 def with_root(language: lang.TinyLanguage, table: Any) -> lang.TinyLanguage:
     """The language with the table's p and q as its root rows (the vocabulary must match)."""
     vocab, p, q, _ = rows_of(table)
@@ -153,8 +171,20 @@ def build(registry: Mapping[str, Verifier]) -> dict[str, Any]:
         go_btn = gr.Button("Certify", elem_id="lab-certify-btn")
     seq_md = gr.Markdown(elem_id="lab-seq-md")
     seq_plot = gr.Plot(label="emitted sequences vs target joint law", elem_id="lab-seq-plot")
+    gr.Markdown("### Lossy trade-off: tokens per step against TV from the target, as fuzzy's threshold moves\n"
+                "Exact numbers on the language and tree shape above (root rows from the table): fuzzy's "
+                "staircase (one marker per step, hover for T), greedy and typical, and the checked verifiers; "
+                "lossless ones sit on the TV = 0 line. Takes a few seconds per verifier.")
+    tradeoff_btn = gr.Button("Draw the trade-off", elem_id="lab-tradeoff-btn")
+    tradeoff_md = gr.Markdown(elem_id="lab-tradeoff-md")
+    tradeoff_plot = gr.Plot(label="tokens per step vs TV", elem_id="lab-tradeoff-plot")
     _wire(registry, preset, table, k, verifiers, samples, (node_plot, acc_plot, summary, notes),
           (seq_key, shape, go_btn, seq_plot, seq_md))
+
+    def tradeoff_click(name, table_value, keys, shape_text):
+        return tradeoff_chart(registry, name, table_value, keys, shape_text)
+
+    tradeoff_btn.click(tradeoff_click, [preset, table, verifiers, shape], [tradeoff_plot, tradeoff_md])
     return {"table": table, "node_plot": node_plot, "preset": preset}
 
 
@@ -178,11 +208,12 @@ def _wire(registry, preset, table, k, verifiers, samples, outs, seq) -> None:
 
     inputs, outputs = [table, k, verifiers, samples, drawn], [*outs, drawn]
     preset.change(pick, [preset], [table], show_progress="hidden").then(redraw, inputs, outputs)
-    table.input(redraw, inputs, outputs, trigger_mode="always_last")  # user edits only: a preset pick runs above
+    # user edits only (a preset pick runs above); the one of these four redraws published as /lab_node
+    table.input(redraw, inputs, outputs, trigger_mode="always_last", **public("lab_node"))
     k.change(redraw, inputs, outputs, trigger_mode="always_last")
     verifiers.change(redraw, inputs, outputs, trigger_mode="always_last")
     seq_key, shape, go_btn, seq_plot, seq_md = seq
-    go_btn.click(certify_click, [preset, table, seq_key, shape], [seq_plot, seq_md])
+    go_btn.click(certify_click, [preset, table, seq_key, shape], [seq_plot, seq_md], **public("lab_certify"))
 
 
 def _plain(table: Any) -> list:

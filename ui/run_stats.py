@@ -21,6 +21,7 @@ import gradio as gr
 from decoding.run import engine
 from decoding.run.config import DecodeConfig
 from ui import decode
+from ui.endpoints import public
 from ui.run_cache import RunCache
 from ui.session import Session
 from ui.views import Out, Views
@@ -112,7 +113,7 @@ def tab_selected(panel: RunStats, session: Session | None, label: str | None, ru
 
 
 def wire(views: Views, panel: RunStats, decode_queue: dict) -> None:
-    panel.baseline.click(partial(baseline, views), [views.state], views.outputs(), **decode_queue)
+    panel.baseline.click(partial(baseline, views), [views.state], views.outputs(), **public("baseline"), **decode_queue)
 
 
 def wire_lazy(views: Views, panel: RunStats, tabs: gr.Tabs, changes: list, runs: RunCache | None = None) -> None:

@@ -1,4 +1,4 @@
-"""Per-user plain data (`Session`) and the control-value boundary (`Controls.from_raw`).
+"""Per-user plain data (`Session`) and the control-value boundary (`configure`, built on `Controls.from_raw`).
 
 The browser sends what its widgets hold, not what the handlers want: `null` for a hidden or
 cleared textbox (the first-click bug: `str(None)` became the model name "None"), floats from a
@@ -12,6 +12,11 @@ blank string: a cleared gr.Number) takes the field's default; a number given as 
 parsed; a whole-number field accepts 3.0 but not 3.5; NaN, infinities and text that is not a
 number are refused; a value outside the widget's range is refused with a message naming the range
 (never clamped: a silently changed setting would make the run differ from what the user asked).
+
+`configure(caps, raw)` is the one function every handler that builds a run goes through (Step, Run,
+the compare view's Step, "Compare whole runs", its "select every lossless verifier" button, the MCP
+step tool): the control-value rules above, then the server's launch caps on the tree shape. Its result,
+`Configured`, is what `ui.decode.open_run` takes, so no handler can start a run that skipped the caps.
 """
 
 from __future__ import annotations
@@ -106,6 +111,11 @@ class Controls:
         caps.check_prompt(controls.prompt)
         return controls
 
+    def within(self, caps: Caps) -> Controls:
+        """These controls with each capped number lowered to its cap: the page's starting values (a Space
+        launched with --max-branch 3 would otherwise show K sequences = 4 and refuse its own default)."""
+        return replace(self, **{name: min(getattr(self, name), top) for name, top in caps.bounds().items()})
+
     def config(self, caps: Caps | None = None) -> DecodeConfig:
         """A validated DecodeConfig within the launch `caps`; ValueError with a readable message otherwise."""
         if self.verifier not in VERIFIERS:
@@ -116,6 +126,23 @@ class Controls:
         (caps or Caps()).check_shape(shape)
         return DecodeConfig(verifier=self.verifier, shape=shape, temperature=self.temperature, top_k=self.top_k,
                             top_p=self.top_p, seed=self.seed, max_new_tokens=self.max_new_tokens)
+
+
+@dataclass(frozen=True)
+class Configured:
+    """Controls read through the boundary and the DecodeConfig they build, within the launch caps."""
+
+    controls: Controls
+    config: DecodeConfig
+
+
+def configure(caps: Caps, raw: dict[str, Any]) -> Configured:
+    """THE boundary: raw control values by field name -> (Controls, DecodeConfig) within `caps`.
+
+    A ValueError with a one-line message when a value cannot be read or the run would exceed a cap;
+    every handler that starts a run calls this (through `Views.configure`), so each refuses alike."""
+    controls = Controls.from_raw(caps=caps, **raw)
+    return Configured(controls, controls.config(caps))
 
 
 def read_value(spec: Field, value: Any, default: Any) -> Any:

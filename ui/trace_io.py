@@ -14,6 +14,7 @@ import gradio as gr
 
 from decoding.run.schema import Trace, read_trace_file, trace_to_json
 from ui import decode
+from ui.endpoints import public
 from ui.run_cache import RunCache
 from ui.session import Session
 from ui.views import Out, Views, md
@@ -26,6 +27,7 @@ class TraceIO:
     export: gr.Button
     upload: gr.UploadButton
     file: gr.File
+    legacy_export: gr.Button  # never shown: carries the old endpoint name /export (ui.endpoints.LEGACY)
 
     @classmethod
     def build(cls) -> TraceIO:
@@ -36,7 +38,8 @@ class TraceIO:
                 export = gr.Button("Export the trace (JSON)", size="sm", elem_id="export-btn")
                 upload = gr.UploadButton("Import a trace", file_types=[".json"], size="sm", elem_id="import-btn")
             file = gr.File(label="trace file", interactive=False, elem_id="trace-file")
-        return cls(export, upload, file)
+            legacy = gr.Button(visible=False)
+        return cls(export, upload, file, legacy)
 
 
 def export(session: Session | None, runs: RunCache | None = None) -> tuple[str | None, str]:
@@ -100,6 +103,8 @@ def _replay(views: Views, trace: Trace) -> Out:
 
 def wire(views: Views, panel: TraceIO, runs: RunCache | None = None) -> list:
     """Wire export and import; returns the events that change the session (import)."""
-    panel.export.click(partial(export, runs=runs), [views.state], [panel.file, views.status], api_name="export")
+    exporting = partial(export, runs=runs)
+    panel.export.click(exporting, [views.state], [panel.file, views.status], **public("export_trace"))
+    panel.legacy_export.click(exporting, [views.state], [panel.file, views.status], api_name="export")
     return [panel.upload.upload(partial(import_trace, views), [views.state, panel.upload], views.outputs(),
-                                api_name="import_trace")]
+                                **public("import_trace"))]

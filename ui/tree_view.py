@@ -9,6 +9,7 @@ import gradio as gr
 import plotly.graph_objects as go
 
 from ui import decode
+from ui.endpoints import public
 from ui.run_cache import RunCache
 from ui.session import Session
 from ui.views import Out, Views, plot
@@ -93,4 +94,4 @@ def wire(views: Views, panel: TreeView, runs: RunCache | None = None) -> None:
         return scrub(views, session, position, request, runs=runs)
 
     panel.slider.input(on_scrub, [views.state, panel.slider], views.outputs(),
-                       trigger_mode="always_last", show_progress="hidden")
+                       trigger_mode="always_last", show_progress="hidden", **public("scrub"))

@@ -20,7 +20,7 @@ import gradio as gr
 from gradio.components.plot import PlotData
 
 from ui.caps import Caps
-from ui.session import Controls, Session
+from ui.session import Configured, Controls, Session, configure
 from viz.figure_json import drawn
 from viz.tokens import shorten
 
@@ -46,6 +46,22 @@ class Views:
     def read_controls(self, values: dict) -> Controls:
         """The control widgets' raw values in `values` (a set-input dict) -> Controls, via the boundary."""
         return Controls.from_raw(caps=self.caps, **{name: values.get(widget) for name, widget in self.controls.items()})
+
+    def configure(self, values: dict) -> Configured:
+        """The control widgets' raw values in `values` -> Controls and DecodeConfig within this server's caps
+        (ui.session.configure: the one boundary every handler that starts a run goes through)."""
+        return configure(self.caps, {name: values.get(widget) for name, widget in self.controls.items()})
+
+    def named_inputs(self) -> dict[str, Any]:
+        """Step's and Run's inputs by name (Gradio's inputs_kwargs): the API lists them as `session`, every
+        Controls field and every option (`compare`, `compare_keys`, `compare_mc`), so a script calls
+        `predict(pair="toy", prompt="the cat", api_name="/step")` and a new input never shifts the others."""
+        return {"session": self.state, **self.controls, **self.options}
+
+    @staticmethod
+    def values_of(inputs: dict[str, Any], named: dict[str, Any]) -> dict:
+        """A keyword-input handler's values by name -> {component: value}, as a set-input handler reads them."""
+        return {inputs[name]: value for name, value in named.items() if name in inputs}
 
     def read_options(self, values: dict) -> dict[str, Any]:
         """The option widgets' raw values in `values`, by name (None where a widget was not sent)."""

@@ -102,6 +102,50 @@ def sequence_figure(report: Any) -> go.Figure:
     return fig
 
 
+def tradeoff_figure(points: Sequence[Any], title: str = "") -> go.Figure:
+    """Exact tokens per step (y) against the exact TV of the output from the target (x): fuzzy's points as its
+    threshold moves (joined in threshold order, hover gives T), every other verifier one point. Lossless ones
+    sit on the TV = 0 line, where their labels would collide, so each is its own legend entry; the lossy ones
+    are labelled beside their point. Points are decoding/lab/tradeoff.py's plain TradeoffPoints."""
+    if not points:
+        return _empty("nothing to draw: no verifier could run this shape")
+    fig = go.Figure()
+    curve = sorted((p for p in points if p.threshold is not None), key=lambda p: p.threshold)
+    if curve:
+        fig.add_scatter(x=[p.tv for p in curve], y=[p.expected_tokens for p in curve], mode="lines+markers",
+                        line=dict(color=EXACT_OFF, dash="dot"), marker=dict(size=9), name=FUZZY_CURVE,
+                        text=[f"T = {p.threshold:.4g}" for p in curve],
+                        hovertemplate="fuzzy %{text}<br>TV %{x:.4f}<br>tokens/step %{y:.4f}<extra></extra>")
+    others = sorted((p for p in points if p.threshold is None), key=lambda p: -p.expected_tokens)
+    on_zero = [p for p in others if p.tv <= TOLERANCE]
+    for i, p in enumerate(on_zero):
+        fig.add_scatter(x=[p.tv], y=[p.expected_tokens], mode="markers", name=f"{p.verifier}: {p.expected_tokens:.3f}",
+                        legendgroup="lossless", legendgrouptitle_text="lossless (TV = 0), tokens/step",
+                        marker=dict(size=11, color=ON_ZERO[i % len(ON_ZERO)], line=dict(width=1, color=SAMPLED)),
+                        hovertemplate=f"{p.verifier}<br>TV %{{x:.2g}}<br>tokens/step %{{y:.4f}}<extra></extra>")
+    lossy = [p for p in others if p.tv > TOLERANCE]
+    if lossy:
+        fig.add_scatter(x=[p.tv for p in lossy], y=[p.expected_tokens for p in lossy], mode="markers+text",
+                        text=[p.verifier for p in lossy], textposition="top center", name="lossy",
+                        legendgroup="lossy", marker=dict(size=10, color=SAMPLED, symbol="square"),
+                        hovertemplate="%{text}<br>TV %{x:.4f}<br>tokens/step %{y:.4f}<extra></extra>")
+    top = max(p.expected_tokens for p in points)
+    fig.update_layout(
+        template="plotly_white", height=480, margin=dict(l=50, r=20, t=50, b=50),
+        title=dict(text=title or "tokens per step against TV(output, target), exact", font_size=13),
+        xaxis=dict(title="exact TV of the emitted sequences from the target", range=[-0.1, 1.0], zeroline=True,
+                   zerolinecolor=EXACT_OK, zerolinewidth=2),
+        yaxis=dict(title="exact E[tokens per step]", range=[0.9, top + 0.2]),
+        legend=dict(x=1.02, y=1, font=dict(size=11)),
+    )
+    return fig
+
+
+FUZZY_CURVE = "fuzzy, threshold T moving"
+ON_ZERO = ("#009E73", "#56B4E9", "#0072B2", "#CC79A7", "#E69F00", "#F0E442", "#7FC97F", "#BEAED4", "#386CB0",
+           "#A6761D")  # the lossless points, told apart by colour
+
+
 def summary_rows(reports: Sequence[Any]) -> list[list[Any]]:
     """Table rows: verifier, verdict, TV, acceptance, alpha*, membership, sampled-vs-exact TV."""
     rows = []

@@ -61,6 +61,9 @@ def _add_generate_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--chat", action=argparse.BooleanOptionalAction, default=True,
                    help="wrap the prompt in the model's chat template when it has one")
     p.add_argument("--json", default=None, help="write the trace JSON to this path")
+    p.add_argument("--fuzzy-threshold", type=float, default=d.fuzzy_threshold, metavar="T",
+                   help=f"--verifier fuzzy: accept when JS(p, q) <= T nats (default {d.fuzzy_threshold}; "
+                   "0 = only where q = p, ln 2 = 0.693 accepts every draft)")
     p.add_argument("--also-pair", default=None, choices=BUILT_IN,
                    help="run the same config and seed again with this second built-in pair and say whether the "
                    "texts match (with gls and one draft per node they do: the text does not depend on the draft)")
@@ -76,7 +79,8 @@ def _verifier_help() -> str:
 def config_from_args(args: argparse.Namespace) -> DecodeConfig:
     shape = Sequences(args.sequences, args.depth) if args.sequences else Branching(parse_branching(args.tree))
     return DecodeConfig(verifier=args.verifier, shape=shape, temperature=args.temperature, top_k=args.top_k,
-                        top_p=args.top_p, seed=args.seed, max_new_tokens=args.max_new_tokens, chat=args.chat)
+                        top_p=args.top_p, seed=args.seed, max_new_tokens=args.max_new_tokens, chat=args.chat,
+                        fuzzy_threshold=args.fuzzy_threshold)
 
 
 def run_generate(args: argparse.Namespace) -> int:

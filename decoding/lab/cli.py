@@ -1,7 +1,7 @@
 """`python -m decoding certify`: exit 0 certified lossless, 3 not lossless, 2 bad input (one line on stderr).
 
     python -m decoding certify (--verifier KEY | --verifier-file PATH) [--language FILE] [--random N]
-                               [--tree 2,2 | --k K] [--seed S] [--json PATH]
+                               [--tree 2,2 | --k K] [--seed S] [--json PATH] [--fuzzy-threshold T]
 
 Without --language and --random, every preset of assets/languages is used. --json writes the
 contract {"verifier", "lossless", "max_tv", "cases", "worst_case", "expected_tokens", "expected_accepted"}.
@@ -33,6 +33,8 @@ def add_flags(p: argparse.ArgumentParser) -> None:
     shape.add_argument("--k", type=int, default=None, help="one node with K candidates (same as --tree K)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random languages and the Monte-Carlo check")
     p.add_argument("--json", default=None, help="write the certificate JSON here")
+    p.add_argument("--fuzzy-threshold", type=float, default=None, metavar="T",
+                   help="--verifier fuzzy: its JS threshold in nats (default: the rule's, 0.4)")
 
 
 def resolve_entry(args: argparse.Namespace) -> Verifier:
@@ -42,7 +44,18 @@ def resolve_entry(args: argparse.Namespace) -> Verifier:
 
     if args.verifier not in VERIFIERS:
         raise ValueError(f"unknown verifier {args.verifier!r}; choose one of: {', '.join(VERIFIERS)}")
-    return VERIFIERS[args.verifier]
+    return with_threshold(VERIFIERS[args.verifier], args.fuzzy_threshold)
+
+
+def with_threshold(entry: Verifier, threshold: float | None) -> Verifier:
+    """The entry with --fuzzy-threshold applied, validated as DecodeConfig validates it (one line when wrong)."""
+    if threshold is None:
+        return entry
+    from decoding.run.config import DecodeConfig
+
+    if entry.name != "fuzzy":
+        raise ValueError(f"--fuzzy-threshold applies to --verifier fuzzy only, not {entry.name!r}")
+    return DecodeConfig(verifier="fuzzy", fuzzy_threshold=threshold).entry()
 
 
 def resolve_shape(args: argparse.Namespace, entry: Verifier) -> tuple[int, ...]:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields, replace
 
+from decoding.run.costs import StepCosts
+
 # Bounds that keep one step affordable on a shared CPU Space; raise them for local research runs.
 MAX_NODES = 128
 MAX_DEPTH = 12
@@ -90,6 +92,9 @@ class _Settings:
     top_n: int = 8  # how many tokens of p and q each node keeps in its record
     record: bool = True  # False: fast path, no per-node tests or theory (benchmarks)
     adaptive: bool = False  # chains only: each step's length (1..len(branching)) chosen from past steps
+    fuzzy_threshold: float | None = None  # fuzzy's JS threshold T (nats); None: rules/fuzzy.DEFAULT_THRESHOLD
+    costs: StepCosts | None = None  # this machine's calibrated costs: adaptive decides from them (run/costs.py)
+    drafting: bool = True  # False: the target alone, one one-row target forward a step (no draft is asked)
 
     def __post_init__(self) -> None:
         from decoding.verify.registry import VERIFIERS  # registry import kept local: config is imported early
@@ -99,6 +104,7 @@ class _Settings:
         if not isinstance(self.shape, Branching | Sequences):
             raise ValueError(f"the draft shape must be Branching(levels) or Sequences(k, depth), got {self.shape!r}")
         entry = VERIFIERS[self.verifier]
+        self._fill_fuzzy_threshold()
         self.shape.check()
         for k in self.level_widths:
             entry.check_k(k)
@@ -107,9 +113,23 @@ class _Settings:
                 f"K independent sequences give i.i.d. candidates; verifier {self.verifier!r} needs "
                 f"the {str(entry.law)!r} law: use a branching tree (e.g. 3,2,2) instead"
             )
+        if self.costs is not None and not isinstance(self.costs, StepCosts):
+            raise ValueError(f"costs must be a StepCosts (decoding.run.costs), got {type(self.costs).__name__}")
         if self.adaptive and not (isinstance(self.shape, Branching) and set(self.shape.levels) == {1}):
             raise ValueError("adaptive length needs a chain (branching 1,1,...,1): its length is what adapts")
         self._check_ranges()
+
+    def _fill_fuzzy_threshold(self) -> None:
+        """None becomes the rule's default, so traces record the value used; a bad value is one line."""
+        from decoding.verify.rules.fuzzy import DEFAULT_THRESHOLD  # local: config is imported early (no torch)
+
+        if self.fuzzy_threshold is None:
+            object.__setattr__(self, "fuzzy_threshold", DEFAULT_THRESHOLD)
+        t = self.fuzzy_threshold
+        if isinstance(t, bool) or not isinstance(t, int | float) or not (math.isfinite(t) and t >= 0):
+            raise ValueError(f"the fuzzy threshold is a JS divergence in nats, >= 0 (ln 2 = 0.693 accepts every "
+                             f"candidate); got {t!r}")
+        object.__setattr__(self, "fuzzy_threshold", float(t))
 
     def _check_ranges(self) -> None:
         if self.tree_depth > MAX_DEPTH:
@@ -178,16 +198,35 @@ class DecodeConfig(_Settings):
     def to_dict(self) -> dict:
         flat = {"verifier": self.verifier, "branching": list(self.branching), "sequences": self.sequences,
                 "depth": self.depth}  # the keys and order traces have always had
-        return {**flat, **{f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("verifier", "shape")}}
+        rest = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("verifier", "shape")}
+        for key, default in _WRITTEN_WHEN_SET.items():  # absent at their default: older readers see no new key
+            if rest[key] == default:
+                del rest[key]
+        if self.costs is not None:
+            rest["costs"] = self.costs.to_dict()
+        return {**flat, **rest}
 
     @staticmethod
     def from_dict(d: dict) -> DecodeConfig:
         d = dict(d)
         shape = shape_of(d.pop("branching", None), d.pop("sequences", 0), d.pop("depth", 0))
+        if d.get("costs") is not None:
+            if not isinstance(d["costs"], dict):
+                raise ValueError("costs: expected an object")
+            d["costs"] = StepCosts.from_dict(d["costs"])
         return DecodeConfig(shape=shape, **d)
+
+    def entry(self):
+        """The registry entry this config runs, with the parameters it sets (fuzzy's threshold)."""
+        from decoding.verify.registry import VERIFIERS
+
+        return VERIFIERS[self.verifier].configured(self)
 
     def with_(self, **changes) -> DecodeConfig:
         return replace(self, **changes)
+
+
+_WRITTEN_WHEN_SET = {"costs": None, "drafting": True}
 
 
 def parse_branching(text: str) -> tuple[int, ...]:

@@ -63,7 +63,7 @@ def draft_tree(draft: TreeLM, root_token: int, config: DecodeConfig, entry: Veri
     tree = DraftTree.root(root_token)
     q: dict[int, torch.Tensor] = {}
     forwards_before = draft.forwards
-    for depth in range(config.tree_depth):
+    for depth in range(config.tree_depth if config.drafting else 0):  # not drafting: the root alone
         level = tree.nodes_at_depth(depth)
         if not level:  # every node of the last level had no guess
             break

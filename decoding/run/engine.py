@@ -22,7 +22,6 @@ from decoding.run.drafting import draft_tree
 from decoding.run.schema import RunSummary, StepRecord, Trace
 from decoding.run.scored import ScoredTree
 from decoding.verify.node_keys import NodeKeys
-from decoding.verify.registry import VERIFIERS
 from decoding.verify.sampling import draw, make_generator, warp
 from decoding.verify.step_law import expected_tokens
 from decoding.verify.tree import DraftTree
@@ -71,7 +70,7 @@ class Run:
         self.lazy_theory = lazy_theory  # records leave alpha_exact/alpha_optimal None until fill_theory(index)
         self._theory_rows: dict[int, list[tuple[int, torch.Tensor, torch.Tensor]]] = {}
         self.chain_stats = adaptive.ChainStats()  # past steps only: what config.adaptive decides from
-        self.entry = VERIFIERS[config.verifier]
+        self.entry = config.entry()  # with the parameters the config sets (fuzzy threshold)
         self._state = state
         self.generator = torch.Generator(device="cpu")
         with out_of_memory_as_message():
@@ -154,9 +153,11 @@ class Run:
     # ---- the step, as a story ---------------------------------------------------------------------
     def _step_config(self) -> DecodeConfig:
         """This step's shape: the config's, or (adaptive) a chain length chosen from past steps only."""
-        if not self.config.adaptive:
+        if not self.config.adaptive or not self.config.drafting:
             return self.config
-        length = adaptive.chain_length(self.chain_stats, len(self.config.branching))
+        length = adaptive.chain_length(self.chain_stats, len(self.config.branching), self.config.costs)
+        if length == 0:
+            return self.config.with_(drafting=False)
         return self.config.with_(shape=Branching((1,) * length))
 
     def _draft_score_verify(self) -> tuple[StepRecord, list[int], list[int], DraftTree]:

@@ -145,7 +145,7 @@ def tree_event_records(walk: Walk, top_n: int, text: TokenText) -> tuple[TreeEve
 def visit_theory(entry, p_node: torch.Tensor, q_node: torch.Tensor, k: int) -> tuple[float, float, float]:
     """(exact acceptance, its stderr, optimal acceptance for the law) of a node with k candidates: the
     heavy part of a record (Monte Carlo / sorted scans over V for without-replacement laws at k >= 3)."""
-    acc = theory.acceptance(entry.name, p_node, q_node, k)
+    acc = theory.acceptance(entry, p_node, q_node, k)  # the entry as configured (fuzzy's threshold)
     return acc.value, acc.stderr, theory.optimal_acceptance(p_node, q_node, k, entry.law)
 
 

@@ -58,6 +58,8 @@ class Verifier(EntryBase):
     acceptance: AcceptanceFn | None = None
     verify_with: Callable[[NodeCache], VerifyFn] | None = None  # verify with a per-node cache (khisti_is)
     bonus: BonusFn | None = None
+    rule: ModuleType | None = None  # the rule module, kept where the entry has `params` to rebuild it with
+    params: tuple[tuple[str, str], ...] = ()  # (the rule's keyword, the DecodeConfig field that sets it) pairs
 
     level = "node"  # a tree-level verifier (block, traversal) judges a whole tree at once
 
@@ -72,8 +74,29 @@ class Verifier(EntryBase):
         conditional = getattr(rule, "conditional", None) or partial(conditional_chain, _law_chain(rule.chain))
         acceptance = getattr(rule, "acceptance", None)
         verify_with, bonus = getattr(rule, "verify_with", None), getattr(rule, "bonus", None)
+        rule_kept = rule if metadata.get("params") else None
         return cls(verify=verify, conditional=conditional, acceptance=acceptance, verify_with=verify_with,
-                   bonus=bonus, **metadata)
+                   bonus=bonus, rule=rule_kept, **metadata)
+
+    def with_params(self, **values: float) -> Verifier:
+        """This entry with its rule's keyword parameters set (fuzzy's threshold): `verify`, `conditional` and
+        `acceptance` rebuilt from the rule's chain with those values. Why: a tunable rule stays ONE registry
+        entry (one key, one dropdown item) while a run, the lab or a sweep picks the value."""
+        known = [kw for kw, _ in self.params]
+        unknown = sorted(set(values) - set(known))
+        if unknown:
+            raise ValueError(f"verifier {self.name!r} takes no parameter {', '.join(unknown)}"
+                             f" (it takes: {', '.join(known) or 'none'})")
+        if not values:
+            return self
+        chain = partial(self.rule.chain, **values)
+        acceptance = getattr(self.rule, "acceptance", None)
+        return replace(self, verify=partial(verify_chain, chain), conditional=partial(conditional_chain, chain),
+                       acceptance=partial(acceptance, **values) if acceptance else None)
+
+    def configured(self, config) -> Verifier:
+        """This entry with the parameters a DecodeConfig holds for it (`params` names the fields)."""
+        return self.with_params(**{kw: getattr(config, name) for kw, name in self.params})
 
     def memoised(self, cache: NodeCache | None = None) -> Verifier:
         """This entry verifying through a per-node cache of what its rule precomputes for a node (khisti_is's

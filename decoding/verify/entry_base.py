@@ -33,6 +33,11 @@ class EntryBase:
         if self.max_candidates is not None and k > self.max_candidates:
             raise ValueError(f"verifier {self.name!r} ({self.title}) {self.too_many(k)}")
 
+    def configured(self, config) -> EntryBase:
+        """This entry with the parameters a DecodeConfig holds for it; entries without parameters are as they are
+        (a node-level entry with `params`, fuzzy, overrides this)."""
+        return self
+
     def too_many(self, k: int) -> str:
         """The refusal of k > max_candidates, after "verifier 'name' (title) "."""
         return f"takes at most {self.max_candidates} candidates per node, got {k}"

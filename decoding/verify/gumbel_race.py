@@ -1,5 +1,5 @@
 """Gumbel-max list sampling's race: the drafts and the target token from ONE set of shared exponentials, and the
-exact joint law of (drafts, target token) (docs/verifiers.md §16).
+exact joint law of (drafts, target token) (docs/verifiers.md §17).
 
 E is K rows of V i.i.d. Exp(1) variables. Draft k is X_k = argmin_j E[k, j] / q_j, so X_1..X_K are i.i.d. q;
 the target token is Y = argmin over (k, j) of E[k, j] / p_j, so Y ~ p (min_k E[k, j] ~ Exp(K) for every j: a

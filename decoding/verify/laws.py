@@ -177,7 +177,7 @@ class Gumbel(IID):
     """GLS's drafts: row k of K rows of shared Exp(1) variables E [K, V] gives X_k = argmin_j E[k, j] / q_j.
 
     Marginally K i.i.d. draws from q (so enumerate, count and inclusion are the i.i.d. law's); what differs
-    is that the verifier reads the same E again from the node's generator (docs/verifiers.md §16)."""
+    is that the verifier reads the same E again from the node's generator (docs/verifiers.md §17)."""
 
     name, keyed = "gumbel", True
 

@@ -6,7 +6,7 @@ different drafters (how many nodes, how many draws), so two runs with the same s
 different randomness. A key made of the seed and the node's context (prompt, tokens emitted so far, the
 tree path down to the node) gives the same exponentials to the same context whatever drafted it: GLS's
 target token Y = argmin E/p then depends on (seed, context, p) only, and a one-draft GLS run emits the same
-text with any draft model (docs/verifiers.md §16.4). Distinct contexts get independent streams (a 64-bit
+text with any draft model (docs/verifiers.md §17.4). Distinct contexts get independent streams (a 64-bit
 blake2b digest), so the emitted sequence keeps the target's law.
 """
 

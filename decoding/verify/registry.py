@@ -10,10 +10,12 @@ from __future__ import annotations
 from decoding.verify import laws
 from decoding.verify.entry import Verifier
 from decoding.verify.rules import (
+    fuzzy,
     gls,
     greedy,
     hu_greedy,
     khisti_is,
+    ot_optimal,
     pointmass,
     rrs,
     rrs_wor,
@@ -138,6 +140,30 @@ VERIFIERS: dict[str, Verifier | TreeVerifier] = {
         description="Drafts and the target token Y = argmin E/p race on the same shared exponentials; accept iff "
         "Y is a draft, always emit Y. One draft: the text does not depend on the drafter.",
         paper="Rowan, Phan, Khisti 2025 (arXiv 2506.05632); Daliri, Musco, Suresh 2024, DISD (arXiv 2408.07978)",
+    ),
+    # ---- ot: the optimal-transport coupling (exact LP) and fuzzy speculative decoding (lossy, tunable) ----
+    "ot_optimal": Verifier.from_rule(
+        ot_optimal,
+        name="ot_optimal",
+        title="Optimal transport: the coupling that reaches alpha* (exact LP)",
+        lossless=True,
+        law=laws.get("iid"),
+        max_candidates=None,
+        description="k i.i.d. drafts verified by the optimal coupling of the tuple and p (the transport LP, solved "
+        "exactly per node; small draft supports only for k >= 2): acceptance = alpha*.",
+        paper="Thomas & Pal 2025, Optimal Multi-Draft Speculative Sampling (arXiv 2511.15898); Sun et al. 2023",
+    ),
+    "fuzzy": Verifier.from_rule(
+        fuzzy,
+        name="fuzzy",
+        title="Fuzzy speculative decoding: accept iff JS(p, q) <= T (lossy)",
+        lossless=False,
+        law=laws.get("iid"),
+        max_candidates=None,
+        description=f"Accept the first candidate when the node's JS divergence between p and q is at most T "
+        f"(--fuzzy-threshold, default {fuzzy.DEFAULT_THRESHOLD}); else draw the token from p.",
+        paper="Holsman, Huang, Dhingra 2025, Fuzzy Speculative Decoding (ACL Findings 2025, arXiv 2502.20704)",
+        params=(("threshold", "fuzzy_threshold"),),
     ),
     # ---- tree level: these judge the whole tree at once (entry.level == "tree"; no node-level rule) ----
     "block": TreeVerifier(

@@ -56,7 +56,10 @@ def _f64(t: torch.Tensor) -> torch.Tensor:
 # ---------------------------------------------------------------------------------------------
 
 
-def _entry(key: str) -> Verifier:
+def _entry(key: str | Verifier) -> Verifier:
+    """The registry entry `key`, or the entry itself (one configured with parameters: fuzzy's threshold)."""
+    if isinstance(key, Verifier):
+        return key
     if key not in VERIFIERS:
         raise ValueError(f"unknown verifier {key!r}; choose one of: {', '.join(VERIFIERS)}")
     return VERIFIERS[key]
@@ -67,7 +70,7 @@ def n_tuples(law: str | laws.Law, V: int, k: int) -> int:
     return laws.get(law).count(V, k)
 
 
-def enumerated_acceptance(key: str, p: torch.Tensor, q: torch.Tensor, k: int) -> float:
+def enumerated_acceptance(key: str | Verifier, p: torch.Tensor, q: torch.Tensor, k: int) -> float:
     """α = Σ_x̄ Q(x̄) Σ_i accept_i(x̄): the registry's `conditional` mixed over every tuple of its law."""
     entry = _entry(key)
     entry.check_k(k)
@@ -79,7 +82,7 @@ def enumerated_acceptance(key: str, p: torch.Tensor, q: torch.Tensor, k: int) ->
     return total
 
 
-def output_law(key: str, p: torch.Tensor, q: torch.Tensor, k: int) -> torch.Tensor:
+def output_law(key: str | Verifier, p: torch.Tensor, q: torch.Tensor, k: int) -> torch.Tensor:
     """Exact law [V] of the emitted token: Σ_x̄ Q(x̄) [Σ_i accept_i δ_{x_i} + (1 − Σ_i accept_i) residual].
 
     Equals p for every lossless verifier (docs/verifiers.md §11.1); small V only.
@@ -97,7 +100,7 @@ def output_law(key: str, p: torch.Tensor, q: torch.Tensor, k: int) -> torch.Tens
 
 
 def monte_carlo_acceptance(
-    key: str, p: torch.Tensor, q: torch.Tensor, k: int, generator: torch.Generator, samples: int
+    key: str | Verifier, p: torch.Tensor, q: torch.Tensor, k: int, generator: torch.Generator, samples: int
 ) -> Acceptance:
     """Unbiased estimate: mean over sampled tuples of Σ_i accept_i(x̄) (exact given the tuple)."""
     entry = _entry(key)
@@ -122,7 +125,7 @@ def _mean_with_stderr(values: torch.Tensor) -> Acceptance:
 
 
 def acceptance(
-    key: str,
+    key: str | Verifier,
     p: torch.Tensor,
     q: torch.Tensor,
     k: int,
@@ -142,13 +145,13 @@ def acceptance(
     if entry.acceptance is not None:
         return Acceptance(_clip(entry.acceptance(p, q, k)), 0.0, "closed_form")
     generator = make_generator(0) if generator is None else generator
-    if key == "rrs_wor":  # no closed form, but an exact sum over draft prefixes at any V (theory_wor)
+    if entry.name == "rrs_wor":  # no closed form, but an exact sum over draft prefixes at any V (theory_wor)
         return rrs_wor_acceptance(p, q, k, generator=generator, samples=samples or RRS_WOR_SAMPLES)
     return registry_acceptance(key, p, q, k, generator=generator, samples=samples or REGISTRY_SAMPLES)
 
 
 def registry_acceptance(
-    key: str, p: torch.Tensor, q: torch.Tensor, k: int, *, generator: torch.Generator, samples: int
+    key: str | Verifier, p: torch.Tensor, q: torch.Tensor, k: int, *, generator: torch.Generator, samples: int
 ) -> Acceptance:
     """Enumeration when the law has at most MAX_TUPLES tuples, else Monte Carlo."""
     entry = _entry(key)
@@ -157,7 +160,7 @@ def registry_acceptance(
     return monte_carlo_acceptance(key, p, q, k, generator, samples)
 
 
-def _check(key: str, p: torch.Tensor, q: torch.Tensor, k: int) -> None:
+def _check(key: str | Verifier, p: torch.Tensor, q: torch.Tensor, k: int) -> None:
     if p.dim() != 1 or p.shape != q.shape:
         raise ValueError(f"p and q must be 1-D tensors of the same length, got {tuple(p.shape)}, {tuple(q.shape)}")
     entry = _entry(key)  # the registry is the one source of each key's law and candidate bound

@@ -95,3 +95,32 @@ def test_sequence_level_certify_shows_a_lossy_verifier_off(page):
     page.wait_for_selector("#lab-seq-plot .js-plotly-plot .barlayer .point", timeout=30_000)
     page.wait_for_timeout(500)
     page.locator("#lab-seq-plot").screenshot(path=str(OUTPUT / "lab_sequence.png"))
+
+
+def test_lossy_tradeoff_chart_draws_fuzzy_and_the_zero_line(page):
+    """The trade-off button on context3, tree 2,2: fuzzy's points from (0, 1 token) to every draft accepted,
+    the lossless verifiers on TV = 0, greedy and typical off it. Screenshot: tests/output/lab_tradeoff.png."""
+    open_tab(page, "Verifier lab")
+    for name in ("uniform_draft", "context3"):  # a fresh context3 (an earlier test edited its root row)
+        page.click("#lab-preset input")
+        page.get_by_role("option", name=name).click()
+        page.wait_for_timeout(1500)  # the preset's table and redraw first
+    page.locator("#lab-verifiers").get_by_text("ot_optimal", exact=True).click()  # check it: drawn on TV = 0
+    page.wait_for_timeout(1500)
+    page.fill("#lab-shape textarea", "2,2")
+    page.click("#lab-tradeoff-btn")
+    plot = "#lab-tradeoff-plot .js-plotly-plot"
+    page.wait_for_function(f"() => {{ const el = document.querySelector('{plot}'); return el && el.data && "
+                           "el.data.some(t => t.name == 'lossy'); }", timeout=120_000)
+    data = page.evaluate(f"() => document.querySelector('{plot}').data.map(t => ({{name: t.name, x: t.x, y: t.y, "
+                         "text: t.text, group: t.legendgroup}))")
+    fuzzy = data[0]
+    assert fuzzy["name"] == "fuzzy, threshold T moving" and len(fuzzy["x"]) >= 4
+    assert fuzzy["y"][0] == pytest.approx(1.0) and fuzzy["y"][-1] == pytest.approx(3.0)  # T = 0 .. ln 2
+    zero = {t["name"].split(":")[0]: t for t in data if t["group"] == "lossless"}
+    assert {"rrs", "rrs_wor", "spectr", "ot_optimal"} <= set(zero) and all(t["x"][0] < 1e-9 for t in zero.values())
+    assert max(zero, key=lambda k: zero[k]["y"][0]) == "ot_optimal"  # alpha* at every node: the most tokens here
+    assert {"greedy", "typical"} <= set(data[-1]["text"])
+    page.wait_for_timeout(800)
+    page.locator("#lab-tradeoff-plot").screenshot(path=str(OUTPUT / "lab_tradeoff.png"))
+    assert "Traceback" not in page.content()

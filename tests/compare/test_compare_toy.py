@@ -200,3 +200,26 @@ def test_cli_compare_contract_and_refusal(tmp_path, capsys) -> None:
             assert {"node", "exact_acceptance", "optimal_acceptance"} <= set(v["visits"][0])
     rc = main(["compare", "--pair", "toy", "--prompt", "the cat", "--verifiers", "rrs,spechub", "--tree", "3,2,2"])
     assert rc == 2 and "spechub" in capsys.readouterr().err
+
+
+TREE_LEVEL = [key for key, entry in VERIFIERS.items() if entry.level == "tree"]
+
+
+@pytest.mark.parametrize("key", TREE_LEVEL)
+def test_a_tree_level_run_verifier_compares_and_its_expected_tokens_are_its_step_law(pair, key) -> None:
+    """The compare run's own record gets E[tokens] from the entry's step_law, as the engine's does: a
+    tree-level verifier (no `conditional`) as the run verifier used to crash compare (issue 28)."""
+    settings = dict(verifier=key, temperature=0.8, max_new_tokens=6, seed=4)
+    try:
+        cfg = DecodeConfig(branching=(3, 2, 2), **settings)
+    except ValueError:  # a shape this verifier refuses (block judges one chain)
+        cfg = DecodeConfig(branching=(1, 1, 1), **settings)
+    from decoding.compare.selection import allowed_keys
+
+    run = session.start(pair, cfg, "the cat", allowed_keys(cfg), mc_draws=0)
+    steps = list(run)
+    assert steps and all(s.expected_tokens is not None for s in steps)
+    for s in steps:
+        own = next(v for v in s.compare.verdicts if v.key == key)
+        assert s.expected_tokens == pytest.approx(own.expected_tokens, abs=1e-12)
+        assert 1.0 <= s.expected_tokens <= len(cfg.shape.widths) + 1

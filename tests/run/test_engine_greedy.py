@@ -82,6 +82,23 @@ def test_the_fastest_configuration_is_plain_greedy_too(pair, reference):
     assert_greedy_matches(fastest, config.with_(max_new_tokens=NEW_TOKENS), reference, "FASTEST")
 
 
+def test_fastest_with_every_few_row_product_is_plain_greedy_too(pair, reference):
+    """The few-row product plan (models/few_rows.py) on the lean target's head, each non-stock method on
+    alternate row counts: still the target's greedy output (p is the same product up to rounding)."""
+    from decoding.models.few_rows import PlannedProjection, apply_plan
+    from decoding.speed.calibrate import lean_target_of
+
+    kind, config = FASTEST
+    fastest = models.load_pair(kind)
+    lean = lean_target_of(fastest)
+    apply_plan(lean, {n: ("numpy", "split")[n % 2] for n in range(1, 10)})
+    try:
+        assert isinstance(lean.head, PlannedProjection)
+        assert_greedy_matches(fastest, config.with_(max_new_tokens=NEW_TOKENS), reference, "FASTEST, planned")
+    finally:
+        apply_plan(lean, {})
+
+
 def assert_greedy_matches(pair, config: DecodeConfig, reference: dict, name: str) -> None:
     near_ties = []
     for prompt in PROMPTS:

@@ -1,4 +1,4 @@
-"""Drafter invariance (docs/verifiers.md §16.4): with GLS and one draft per node, a run's text depends only on
+"""Drafter invariance (docs/verifiers.md §17.4): with GLS and one draft per node, a run's text depends only on
 the seed and the target, not on the draft model; with RRS (same seed, same shape) it does not.
 
 Toy pair against the same toy target with a second, very different draft (the draft table reversed over

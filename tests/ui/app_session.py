@@ -53,7 +53,7 @@ class AppSession:
     def exported(self) -> dict | None:
         """The session's trace as the Export button writes it (timings stripped: `comparable`); None when
         the session holds no trace."""
-        file, _ = self.client.predict(api_name="/export")
+        file, _ = self.client.predict(api_name="/export_trace")
         if file is None:
             return None
         path = file["path"] if isinstance(file, dict) else file

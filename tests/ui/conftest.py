@@ -6,6 +6,17 @@ import warnings
 
 import pytest
 
+API_FLAGS = ("--mcp", "--max-nodes", "25", "--max-depth", "3", "--max-branch", "3")
+
+
+@pytest.fixture(scope="session")
+def api_server():
+    """The toy app launched once with the MCP server and tight caps, for the API tests (test_endpoints, test_mcp)."""
+    from tests.served import TOY, served
+
+    with served(*TOY, *API_FLAGS, log_name="app-api.log") as server:
+        yield server
+
 
 @pytest.fixture(autouse=True)
 def _quiet_warnings():

@@ -86,3 +86,21 @@ def test_the_boundary_and_config_take_the_caps_explicitly():
     assert Controls.from_raw(max_new_tokens=500).max_new_tokens == 500
     with pytest.raises(ValueError, match="between 1 and 20"):
         Controls.from_raw(max_new_tokens=500, caps=TIGHT)
+
+
+def test_the_page_starts_within_its_caps():
+    """The starting widget values obey the caps (K sequences was 4 under --max-branch 3: every Step refused)."""
+    page = VIEWS.controls
+    assert page["sequences"].value == 3 and page["depth"].value == 3 and page["max_new_tokens"].value == 20
+    assert _step(sequences=page["sequences"].value, depth=page["depth"].value).status.startswith("**Step 1 of 1**")
+
+
+def test_select_allowed_refuses_a_shape_over_the_caps_and_keeps_the_selection():
+    """The compare view's "select every lossless verifier" reads the controls through the same boundary."""
+    from ui import compare
+
+    values = VIEWS.inputs(None, **{**OK, "branching": "3,3"})
+    with pytest.warns(UserWarning, match="the tree would have up to 12 nodes; this server's limit is 10"):
+        kept = compare.select_allowed(VIEWS, values)
+    assert kept == {"__type__": "update"}
+    assert compare.select_allowed(VIEWS, VIEWS.inputs(None, **OK))["value"]  # within the caps: a selection

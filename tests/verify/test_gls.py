@@ -1,4 +1,4 @@
-"""GLS / DISD (docs/verifiers.md §16): the exact joint law of (drafts, Y), the one-draft closed form on three
+"""GLS / DISD (docs/verifiers.md §17): the exact joint law of (drafts, Y), the one-draft closed form on three
 preset languages, the keyed path (drafting and verify reading one node's exponentials) against the exact
 acceptance, and the broken variant with independent exponentials for draft and target.
 

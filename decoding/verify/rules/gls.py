@@ -1,6 +1,6 @@
 """Gumbel-max list sampling (GLS; Rowan, Phan, Khisti 2025, arXiv 2506.05632 §3 Alg. 1) and its one-draft
 case, drafter-invariant speculative decoding (DISD; Daliri, Musco, Suresh 2024, arXiv 2408.07978),
-docs/verifiers.md §16.
+docs/verifiers.md §17.
 
 The node's K drafts and its target token come from ONE set of shared exponentials E [K, V]
 (verify/gumbel_race.py): X_k = argmin_j E[k, j] / q_j, Y = argmin_{k, j} E[k, j] / p_j. Accept iff Y is a

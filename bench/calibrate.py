@@ -1,0 +1,92 @@
+"""`python -m bench calibrate`: calibrate a pair on this machine and show what the chooser makes of it.
+
+    python -m bench calibrate [--pair embedded-head] [--force] [--threads N] [--temperatures 0,0.8] [--top 8]
+
+Prints the machine key (CPU model, torch build, threads), the lm_head's few-row product by every method and
+the plan chosen, the target forward's 1..32-row cost curve before and after the plan, the draft and step
+costs, the acceptance by depth, and per temperature the predicted tokens per second of the best shapes
+against the target alone. The calibration is cached (the path is printed); --force measures again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import torch
+
+from decoding.models.kinds import BUILT_IN
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m bench calibrate", description=__doc__.split("\n")[0])
+    ap.add_argument("--pair", default="embedded-head", choices=BUILT_IN)
+    ap.add_argument("--device", default="cpu", help="cpu or cuda")
+    ap.add_argument("--force", action="store_true", help="measure again even when a calibration is cached")
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    ap.add_argument("--temperatures", default="0,0.8", help="comma-separated temperatures to choose for")
+    ap.add_argument("--top", type=int, default=8, help="shapes listed per temperature")
+    return ap
+
+
+def curve_table(cal) -> str:
+    one_stock, one = cal.stock_costs.target_ms(1), cal.costs.target_ms(1)
+    lines = ["| rows | stock ms | x 1 row | with plan ms | x 1 row (planned) | x stock 1 row |",
+             "|---|---|---|---|---|---|"]
+    for (n, before), (_, after) in zip(cal.stock_costs.target, cal.costs.target, strict=True):
+        lines.append(f"| {n} | {before:.1f} | {before / one_stock:.2f} | {after:.1f} | {after / one:.2f} | "
+                     f"{after / one_stock:.2f} |")
+    return "\n".join(lines)
+
+
+def product_table(cal) -> str:
+    if not cal.products:
+        return "(no lean CPU target: stock products only)"
+    methods = list(next(iter(cal.products.values())))
+    lines = ["| rows | " + " | ".join(f"{m} ms" for m in methods) + " | chosen |", "|---" * (len(methods) + 2) + "|"]
+    for n, by in sorted(cal.products.items()):
+        lines.append(f"| {n} | " + " | ".join(f"{by[m]:.2f}" for m in methods) + f" | {cal.plan.get(n, 'stock')} |")
+    return "\n".join(lines)
+
+
+def choice_table(choice, top: int) -> str:
+    alone = choice.alone.tokens_per_s
+    lines = ["| shape | tokens/step | step ms | tokens/s | x target alone |", "|---|---|---|---|---|",
+             f"| target alone | 1.00 | {choice.alone.step_ms:.1f} | {alone:.1f} | 1.00 |"]
+    for p in choice.ranked[:top]:
+        lines.append(f"| {p.label()} | {p.tokens_per_step:.2f} | {p.step_ms:.1f} | {p.tokens_per_s:.1f} | "
+                     f"{p.tokens_per_s / alone:.2f} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    temps = [float(t) for t in args.temperatures.split(",") if t.strip()]
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    from decoding.models.pairs import load_pair
+    from decoding.speed import machine
+    from decoding.speed.choice import choose_for
+
+    pair = load_pair(args.pair, device=args.device, progress=lambda m: print(m, file=sys.stderr))
+    picks = [choose_for(pair, args.pair, t, force=args.force and i == 0,
+                        progress=lambda m: print(f"calibrating: {m}", file=sys.stderr)) for i, t in enumerate(temps)]
+    cal = picks[0].calibration
+    key = cal.key
+    print(f"`python -m bench calibrate {' '.join(argv or [])}`: {key['model']} ({key['device']}), torch {key['torch']} "
+          f"(MKL {key['mkl']}), {key['threads']} threads, pair {key['pair']}; calibrated {cal.when} in "
+          f"{cal.seconds:.1f} s; cache {machine.cache_file(key)}\n")
+    print("lm_head few-row product, median ms of one product:\n" + product_table(cal) + "\n")
+    print("target forward, N rows on a cached context (median ms):\n" + curve_table(cal) + "\n")
+    draft = ", ".join(f"{n} rows {ms:.1f} ms" for n, ms in cal.costs.draft)
+    print(f"draft, one level: {draft}; the rest of a step: {cal.costs.overhead:.1f} ms\n")
+    for pick, t in zip(picks, temps, strict=True):
+        table = cal.table(t)
+        rates = "; ".join(f"k={k}: " + " ".join(f"{a:.2f}" for a in v) for k, v in sorted(table.rates.items()))
+        print(f"T = {t}: acceptance by depth ({table.nodes} nodes) {rates}")
+        print(f"choice: {pick.choice.why()}\n" + choice_table(pick.choice, args.top) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,13 @@
+"""Speed decided where the code runs (docs/speed.md): calibrate this machine's costs, measure the pair's exact
+acceptance, predict each draft shape's tokens per second, choose the fastest lossless one (or the target alone).
+
+- `chooser.py`: pure arithmetic: expected tokens per step of a Branching shape from per-depth, per-width
+  acceptance, its cost from `run.costs.StepCosts`, the search over shapes;
+- `acceptance.py`: that acceptance, exact per node from recorded p and q rows;
+- `products.py`: the few-row product alternatives (F.linear, MKL packed, OpenBLAS via numpy), measured and
+  chosen per machine;
+- `machine.py`: what identifies a machine (CPU model, torch build, threads, device) and the cache file;
+- `calibrate.py`: the timings and the acceptance run, cached as a small JSON a user can read.
+
+May import run, models and verify; never gradio, viz, ui or bench.
+"""

@@ -1,0 +1,81 @@
+"""The acceptance the chooser predicts from: exact per node, from the p and q rows a run recorded.
+
+A(1, d) = sum min(p, q) at each visited node whose candidates sit at depth d (sd's closed form), averaged
+over the nodes (a deeper depth, seen on fewer nodes, shrunk toward the depth above: SHRINK). In a chain run
+a depth-d node is visited only when depth d-1 accepted, so the mean is P(accept at d | d reached), the
+factor expected_tokens() multiplies. A(k, d) for k > 1 candidates drawn
+without replacement (rrs_wor) is exact per node too (theory.acceptance: an enumeration over draft
+prefixes, about half a second a node at V = 49152), so it is computed on a sample of the nodes (SAMPLED)
+and carried to every depth as the sample's mean ratio A(k) / A(1), capped at 1.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+import torch
+
+from decoding.speed.chooser import AcceptanceTable
+from decoding.verify import theory
+
+SHRINK = 3  # pseudo-nodes of the depth above in a deeper depth's mean (a deep depth is seen on few nodes)
+SAMPLED = 6  # nodes whose A(k > 1) is computed exactly (spread over the run)
+Row = tuple[int, torch.Tensor, torch.Tensor]  # (depth of the candidates, p [V], q [V]) at a visited node
+
+
+def node_acceptance(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
+    """Exact P(accept) of k candidates at one node: sd for k = 1, rrs_wor (without replacement) above;
+    a q with fewer than k tokens of support gives what its whole support gives."""
+    support = int((q > 0).sum())
+    if k == 1:
+        return theory.acceptance("sd", p, q, 1).value
+    return theory.acceptance("rrs_wor", p, q, min(k, max(support, 1))).value
+
+
+def table_from_rows(rows: Iterable[Row], widths: tuple[int, ...] = (1, 2), known: Iterable[tuple[int, float]] = (),
+                    ratios: dict[int, float] | None = None) -> AcceptanceTable:
+    """The table from p/q rows; `known`: (depth, A(1)) already computed exactly (a shown step's sd-family
+    visits); `ratios`: A(k) / A(1) to use when no row is left to compute it on (e.g. the calibration's)."""
+    rows, known = list(rows), list(known)
+    if not rows and not known:
+        raise ValueError("no p/q rows to measure acceptance on: run a few drafted steps first")
+    by_depth: dict[int, list[float]] = defaultdict(list)
+    for depth, a in known:
+        by_depth[depth].append(a)
+    for depth, p, q in rows:
+        by_depth[depth].append(node_acceptance(p, q, 1))
+    deepest = max(by_depth)
+    chain: list[float] = []
+    for d in range(1, deepest + 1):  # a depth seen on few nodes leans on the one above it (SHRINK pseudo-nodes)
+        seen = by_depth.get(d, [])
+        prior = chain[-1] if chain else (sum(seen) / len(seen) if seen else 0.0)
+        chain.append((sum(seen) + SHRINK * prior) / (len(seen) + SHRINK) if chain else prior)
+    rates = {1: tuple(chain)}
+    sample = rows[:: max(1, len(rows) // SAMPLED)][:SAMPLED]
+    for k in (w for w in widths if w > 1):
+        if sample:
+            pairs = [(node_acceptance(p, q, k), node_acceptance(p, q, 1)) for _, p, q in sample]
+            base = sum(a1 for _, a1 in pairs)
+            ratio = sum(ak for ak, _ in pairs) / base if base > 0 else 1.0
+        elif ratios and k in ratios:
+            ratio = ratios[k]
+        else:
+            continue
+        rates[k] = tuple(min(1.0, a * ratio) for a in chain)
+    return AcceptanceTable(rates, len(rows) + len(known))
+
+
+SD_AT_ONE = ("sd", "rrs", "rrs_wor")  # verifiers whose acceptance of one candidate is sd's, sum min(p, q)
+
+
+def known_from_records(records) -> list[tuple[int, float]]:
+    """(depth of the candidates, exact A(1)) of every visit with one candidate whose exact acceptance a view
+    already computed (alpha_exact), for the verifiers whose k = 1 acceptance is sd's."""
+    return [(r.nodes[v.node].depth + 1, v.alpha_exact) for r in records if r.verifier in SD_AT_ONE
+            for v in r.visits if len(v.candidates) == 1 and v.alpha_exact is not None and not v.alpha_stderr]
+
+
+def rows_of_record(record, kept: list[tuple[int, torch.Tensor, torch.Tensor]]) -> list[Row]:
+    """A step's kept (visit index, p, q) rows (`Run.kept_rows`) with the depth of each visit's candidates."""
+    return [(record.nodes[record.visits[i].node].depth + 1, p, q) for i, p, q in kept]

@@ -1,0 +1,141 @@
+"""Choose the draft shape from the machine's costs and the pair's acceptance: pure arithmetic, no torch.
+
+A Branching shape (b_1, ..., b_D) drafts b_d candidates under every node of depth d-1 and verifies the
+whole tree in ONE target forward. With A(k, d) = P(one of k candidates at depth d is accepted | depth d is
+reached) (exact per node from p and q, `acceptance.py`), the accepted path goes down one node per level,
+so the expected tokens per step are
+
+    E(b) = 1 + sum_{d=1..D} prod_{i=1..d} A(b_i, i)            (the 1: the token a step always emits)
+
+and a step costs `StepCosts.step_ms(b)`: one draft forward per level over that level's parents, one target
+forward over all 1 + nodes(b) rows, and the step's overhead. The predicted speed is E(b) / step_ms(b)
+tokens per ms against 1 / alone_ms() for the target alone. The search enumerates every shape within the
+depth, width and node budgets (a Sequoia-style search over node budgets and depths, Chen et al. 2024, on
+level-uniform trees; cheap: a few thousand shapes) and keeps the fastest; none faster than the target
+alone means the target alone. Chains use `sd`, trees `rrs_wor` (lossless; k = 1 is sd), so the answer is
+always a lossless DecodeConfig.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import product
+
+from decoding.run.config import MAX_NODES
+from decoding.run.costs import StepCosts
+
+
+@dataclass(frozen=True)
+class AcceptanceTable:
+    """rates[k][d-1] = A(k, d), the mean exact acceptance of k candidates at depth d (k = 1: sd's
+    sum min(p, q)). Depths beyond the measured ones take the deepest measured value."""
+
+    rates: dict[int, tuple[float, ...]]
+    nodes: int = 0  # p/q rows it was measured on (the view says how much evidence there is)
+
+    def __post_init__(self) -> None:
+        if 1 not in self.rates or any(not v for v in self.rates.values()):
+            raise ValueError("an acceptance table needs at least A(1, 1)")
+        if any(not 0.0 <= a <= 1.0 for v in self.rates.values() for a in v):
+            raise ValueError("acceptance rates must lie in [0, 1]")
+
+    @property
+    def widths(self) -> tuple[int, ...]:
+        return tuple(sorted(self.rates))
+
+    def rate(self, k: int, depth: int) -> float:
+        """A(k, depth); a width never measured takes the widest measured below it (a lower bound: more
+        candidates never accept less)."""
+        by_depth = self.rates[k if k in self.rates else max(w for w in self.rates if w < k)]
+        return by_depth[min(depth, len(by_depth)) - 1]
+
+    def to_dict(self) -> dict:
+        return {"rates": {str(k): list(v) for k, v in sorted(self.rates.items())}, "nodes": self.nodes}
+
+    @staticmethod
+    def from_dict(d: dict) -> AcceptanceTable:
+        return AcceptanceTable({int(k): tuple(float(a) for a in v) for k, v in d["rates"].items()},
+                               int(d.get("nodes", 0)))
+
+
+def expected_tokens(levels: tuple[int, ...], table: AcceptanceTable) -> float:
+    total, reach = 1.0, 1.0
+    for depth, k in enumerate(levels, start=1):
+        reach *= table.rate(k, depth)
+        total += reach
+    return total
+
+
+def verifier_for(levels: tuple[int, ...]) -> str:
+    return "sd" if set(levels) <= {1} else "rrs_wor"
+
+
+@dataclass(frozen=True)
+class Prediction:
+    levels: tuple[int, ...]  # () = the target alone
+    tokens_per_step: float
+    step_ms: float
+
+    @property
+    def verifier(self) -> str:
+        return verifier_for(self.levels)
+
+    @property
+    def tokens_per_s(self) -> float:
+        return 1000.0 * self.tokens_per_step / self.step_ms
+
+    def label(self) -> str:
+        return "target alone" if not self.levels else f"{self.verifier} {','.join(map(str, self.levels))}"
+
+
+@dataclass(frozen=True)
+class Choice:
+    best: Prediction  # levels () when nothing beats the target alone
+    alone: Prediction
+    ranked: tuple[Prediction, ...]  # every candidate, fastest first
+
+    @property
+    def speedup(self) -> float:
+        return self.best.tokens_per_s / self.alone.tokens_per_s
+
+    def why(self) -> str:
+        if not self.best.levels:
+            top = self.ranked[0] if self.ranked else None
+            lost = f"; the best shape, {top.label()}, would run at {top.tokens_per_s / self.alone.tokens_per_s:.2f}x" \
+                if top else ""
+            return f"no draft shape beats the target alone on this machine{lost}: decoding without a draft"
+        return (f"{self.best.label()}: {self.best.tokens_per_step:.2f} tokens a step in {self.best.step_ms:.1f} ms, "
+                f"predicted {self.speedup:.2f}x the target alone ({self.alone.step_ms:.1f} ms a token)")
+
+
+def shapes(max_depth: int = 8, widths: tuple[int, ...] = (1, 2, 3), max_nodes: int = MAX_NODES
+           ) -> list[tuple[int, ...]]:
+    """Every Branching shape of depth 1..max_depth over `widths` with at most max_nodes drafted nodes."""
+    found = []
+    for depth in range(1, max_depth + 1):
+        for levels in product(widths, repeat=depth):
+            nodes, width = 0, 1
+            for b in levels:
+                width *= b
+                nodes += width
+            if nodes <= max_nodes:
+                found.append(levels)
+    return found
+
+
+def predict(levels: tuple[int, ...], costs: StepCosts, table: AcceptanceTable) -> Prediction:
+    if not levels:
+        return Prediction((), 1.0, costs.alone_ms())
+    return Prediction(levels, expected_tokens(levels, table), costs.step_ms(levels))
+
+
+def choose(costs: StepCosts, table: AcceptanceTable, *, max_depth: int = 8, max_nodes: int = 64,
+           chains_only: bool = False) -> Choice:
+    """The fastest predicted shape, or the target alone when none is faster. chains_only: greedy decoding
+    (T = 0), where a level of k > 1 candidates accepts no more than one candidate does."""
+    widths = (1,) if chains_only else table.widths
+    ranked = sorted((predict(s, costs, table) for s in shapes(max_depth, widths, max_nodes)),
+                    key=lambda p: (-p.tokens_per_s, len(p.levels)))
+    alone = predict((), costs, table)
+    best = ranked[0] if ranked and ranked[0].tokens_per_s > alone.tokens_per_s else alone
+    return Choice(best, alone, tuple(ranked))

@@ -1,0 +1,54 @@
+"""What identifies a machine for speed (a calibration measured here holds only here), and its cache file.
+
+The key: the CPU model (or the GPU's name), the torch build (version, MKL, CUDA), the threads torch uses and
+the pair. Any change makes a new key and so a new calibration; the file is a small JSON in the specscope
+cache dir (SPECSCOPE_CACHE, else $XDG_CACHE_HOME/specscope, else ~/.cache/specscope), under speed/.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import re
+from pathlib import Path
+
+import torch
+
+from decoding.models.embedded import cache_root
+
+
+def cpu_model() -> str:
+    """`lscpu`'s model name, read from /proc/cpuinfo (Linux), else what platform says."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+        found = re.search(r"^model name\s*:\s*(.+)$", text, re.MULTILINE)
+        if found:
+            return found.group(1).strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def device_name(device: str) -> str:
+    if device.startswith("cuda") and torch.cuda.is_available():
+        return torch.cuda.get_device_name(torch.device(device))
+    return cpu_model()
+
+
+def machine_key(pair_kind: str, device: str = "cpu", threads: int | None = None) -> dict:
+    return {
+        "device": device,
+        "model": device_name(device),
+        "torch": torch.__version__,
+        "mkl": bool(torch.backends.mkl.is_available()),
+        "cuda": torch.version.cuda or "",
+        "threads": int(threads if threads is not None else torch.get_num_threads()),
+        "pair": pair_kind,
+    }
+
+
+def cache_file(key: dict, root: Path | None = None) -> Path:
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
+    slug = re.sub(r"[^a-z0-9]+", "-", f"{key['pair']}-{key['device']}-{key['threads']}t".lower())
+    return (root or cache_root()) / "speed" / f"{slug}-{digest}.json"

@@ -1,0 +1,86 @@
+"""The calibration cache: a JSON a user can read, round-tripped exactly, kept per machine key, invalidated by
+any change of key or format, redone by force; and a real (tiny) pair calibrated end to end."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from decoding.models import pairs
+from decoding.run.costs import StepCosts
+from decoding.speed import calibrate, machine
+from decoding.speed.chooser import AcceptanceTable
+
+COSTS = StepCosts(target=((1, 30.0), (3, 60.0), (8, 90.0)), draft=((1, 3.0), (4, 5.0)), overhead=1.5)
+
+
+def sample(key: dict) -> calibrate.Calibration:
+    return calibrate.Calibration(
+        key=key, costs=COSTS, stock_costs=StepCosts(((1, 40.0), (3, 80.0)), ((1, 3.0),), 1.5),
+        plan={1: "numpy", 3: "split"}, products={1: {"stock": 12.5, "numpy": 4.5, "split": 11.0}},
+        acceptance={0.0: AcceptanceTable({1: (0.6, 0.5)}, 12), 0.8: AcceptanceTable({1: (0.5,), 2: (0.66,)}, 9)},
+        seconds=4.2, when="2026-11-25 21:00:00", notes=("a note",))
+
+
+def test_the_json_round_trips_and_is_readable(tmp_path):
+    key = machine.machine_key("embedded-head", "cpu", threads=2)
+    cal = sample(key)
+    path = calibrate.save(cal, tmp_path)
+    assert path.parent == tmp_path / "speed" and path.suffix == ".json"
+    plain = json.loads(path.read_text())
+    assert plain["key"]["model"] == machine.cpu_model() and plain["plan"] == {"1": "numpy", "3": "split"}
+    assert plain["costs"]["target"] == [[1, 30.0], [3, 60.0], [8, 90.0]]
+    assert calibrate.load_cached(key, tmp_path) == cal
+
+
+@pytest.mark.parametrize("change", [{"threads": 3}, {"torch": "0.0.0"}, {"model": "another CPU"}, {"pair": "embedded"},
+                                    {"device": "cuda"}])
+def test_another_machine_key_does_not_see_the_cache(tmp_path, change):
+    key = machine.machine_key("embedded-head", "cpu", threads=2)
+    calibrate.save(sample(key), tmp_path)
+    assert calibrate.load_cached({**key, **change}, tmp_path) is None
+
+
+def test_a_file_of_another_format_or_key_is_ignored(tmp_path):
+    key = machine.machine_key("embedded-head", "cpu", threads=2)
+    path = calibrate.save(sample(key), tmp_path)
+    plain = json.loads(path.read_text())
+    path.write_text(json.dumps({**plain, "version": 999}))
+    assert calibrate.load_cached(key, tmp_path) is None
+    path.write_text(json.dumps({**plain, "key": {**key, "threads": 7}}))  # a file under this name, another key
+    assert calibrate.load_cached(key, tmp_path) is None
+    path.write_text("{not json")
+    assert calibrate.load_cached(key, tmp_path) is None
+
+
+def test_calibrated_measures_once_then_reads_the_cache_and_force_measures_again(tmp_path, monkeypatch):
+    measured = []
+
+    def fake_measure(pair, key, progress):
+        measured.append(key)
+        return sample(key)
+
+    monkeypatch.setattr(calibrate, "measure", fake_measure)
+    pair = pairs.load_pair("toy")
+    first = calibrate.calibrated(pair, "toy", root=tmp_path)
+    again = calibrate.calibrated(pair, "toy", root=tmp_path)
+    assert len(measured) == 1 and again == first
+    calibrate.calibrated(pair, "toy", root=tmp_path, force=True)
+    assert len(measured) == 2
+    monkeypatch.setattr(machine.torch, "get_num_threads", lambda: 97)  # another thread count: another key
+    calibrate.calibrated(pair, "toy", root=tmp_path)
+    assert len(measured) == 3 and measured[-1]["threads"] == 97
+
+
+def test_a_tiny_pair_calibrates_end_to_end(tiny_matching_folders, tmp_path, monkeypatch):
+    monkeypatch.setattr(calibrate, "ROWS", (1, 2, 4))
+    target, draft = tiny_matching_folders
+    pair = pairs.load_pair("custom", target=str(target), draft=str(draft), device="cpu")
+    monkeypatch.setattr(calibrate, "CALIBRATION_PROMPTS", ("a b c d", "e f a b"))
+    cal = calibrate.calibrated(pair, "custom", root=tmp_path, force=True)
+    assert [n for n, _ in cal.costs.target] == [1, 2, 4] and all(ms > 0 for _, ms in cal.costs.target)
+    assert cal.costs.draft[0][0] == 1 and cal.costs.overhead >= 0
+    assert set(cal.acceptance) == {0.0, 0.8} and set(cal.acceptance[0.8].rates) == {1, 2}
+    assert all(0 <= a <= 1 for t in cal.acceptance.values() for v in t.rates.values() for a in v)
+    assert calibrate.load_cached(cal.key, tmp_path) == cal

@@ -1,0 +1,79 @@
+"""The chooser on synthetic cost tables: a flat (GPU-like) verify cost picks a deep tree, a steep (CPU-like)
+one a short chain or the target alone; predictions are the exact arithmetic of expected tokens and costs."""
+
+from __future__ import annotations
+
+import pytest
+
+from decoding.run.costs import StepCosts
+from decoding.speed.chooser import AcceptanceTable, choose, expected_tokens, predict, shapes
+
+TABLE = AcceptanceTable({1: (0.8, 0.75, 0.7, 0.7), 2: (0.9, 0.86, 0.82, 0.82), 3: (0.94, 0.9, 0.87, 0.87)})
+
+
+def flat(ms: float = 20.0) -> StepCosts:
+    """A GPU: a forward of 1..64 rows costs the same (the weights are read once; the arithmetic is free)."""
+    return StepCosts(target=((1, ms), (64, ms * 1.05)), draft=((1, 1.0), (16, 1.1)), overhead=0.5)
+
+
+def steep(one: float = 30.0, three: float = 60.0, draft: float = 3.0) -> StepCosts:
+    """A CPU where 3 rows cost 2x one row (issue 26's AMD VM), and more rows more."""
+    slope = (three - one) / 2
+    return StepCosts(target=((1, one), (3, three), (32, three + 29 * slope)), draft=((1, draft), (8, 8 * draft)),
+                     overhead=0.5)
+
+
+def test_expected_tokens_is_the_product_formula():
+    assert expected_tokens((1,), TABLE) == pytest.approx(1 + 0.8)
+    assert expected_tokens((1, 1), TABLE) == pytest.approx(1 + 0.8 + 0.8 * 0.75)
+    assert expected_tokens((2, 1, 3), TABLE) == pytest.approx(1 + 0.9 + 0.9 * 0.75 + 0.9 * 0.75 * 0.87)
+    reach = [0.8, 0.8 * 0.75] + [0.8 * 0.75 * 0.7 ** n for n in range(1, 5)]  # beyond depth 4: its rate, 0.7
+    assert expected_tokens((1,) * 6, TABLE) == pytest.approx(1 + sum(reach))
+
+
+def test_step_cost_counts_one_draft_forward_per_level_and_one_target_forward():
+    costs = steep()
+    assert costs.step_ms((2, 2)) == pytest.approx(0.5 + costs.draft_ms(1) + costs.draft_ms(2) + costs.target_ms(7))
+    assert costs.step_ms(()) == pytest.approx(costs.alone_ms())
+
+
+def test_a_flat_gpu_curve_picks_a_deep_tree():
+    choice = choose(flat(), TABLE)
+    assert len(choice.best.levels) >= 4 and max(choice.best.levels) >= 2
+    assert choice.best.tokens_per_step > 3.0 and choice.speedup > 2.0
+
+
+def test_a_steep_cpu_curve_with_a_cheap_draft_picks_a_short_chain():
+    choice = choose(steep(one=30.0, three=45.0, draft=2.0), TABLE)
+    assert choice.best.levels and len(choice.best.levels) <= 2 and set(choice.best.levels) == {1}
+
+
+def test_a_steep_cpu_curve_with_a_dear_draft_picks_the_target_alone():
+    choice = choose(steep(one=30.0, three=60.0, draft=20.0), TABLE)
+    assert choice.best.levels == () and choice.best.label() == "target alone"
+    assert "no draft shape beats the target alone" in choice.why()
+    assert all(p.tokens_per_s <= choice.alone.tokens_per_s for p in choice.ranked)
+
+
+def test_greedy_keeps_to_chains():
+    choice = choose(flat(), TABLE, chains_only=True)
+    assert set(choice.best.levels) == {1} and len(choice.best.levels) >= 4
+
+
+def test_the_best_is_the_fastest_of_every_shape():
+    costs = steep(one=30.0, three=40.0, draft=2.0)
+    choice = choose(costs, TABLE, max_nodes=20)
+    every = [predict(s, costs, TABLE) for s in shapes(8, TABLE.widths, 20)]
+    assert choice.best.tokens_per_s == pytest.approx(max(p.tokens_per_s for p in every))
+
+
+def test_the_search_covers_node_budgets_and_depths():
+    found = shapes(max_depth=3, widths=(1, 2), max_nodes=6)
+    assert (1,) in found and (2, 2) in found and (2, 1, 1) in found and (1, 1, 1) in found
+    assert (2, 2, 1) not in found  # 2 + 4 + 4 nodes > 6
+
+
+def test_a_width_never_measured_takes_the_widest_below_it():
+    table = AcceptanceTable({1: (0.5,), 2: (0.7,)})
+    assert table.rate(3, 1) == 0.7 and table.rate(1, 4) == 0.5
+    assert expected_tokens((3, 2, 2), table) == pytest.approx(1 + 0.7 + 0.49 + 0.343)

@@ -1,0 +1,68 @@
+"""The Speed tab (ui/speed.py, viz/speed.py): from a live toy run, the calibrated costs and the run's own p/q
+rows, it shows the chooser's verdict, every shape's exact tokens per step and the run's own shape; without a
+run it says what to do in one line."""
+
+from __future__ import annotations
+
+from dataclasses import fields, replace
+
+import pytest
+
+import app
+from decoding.speed import acceptance, calibrate, chooser
+from ui import controls as ui_controls
+from ui import speed
+from ui.run_cache import RunCache
+from ui.session import Controls, Session
+
+CONTROLS = replace(Controls(), pair="toy", prompt="the cat", verifier="sd", branching="1,1,1",
+                   temperature=1.0, seed=2, max_new_tokens=30)
+
+
+@pytest.fixture
+def session_and_runs(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECSCOPE_CACHE", str(tmp_path))  # this test's own calibration cache
+    runs = RunCache()
+    _, views = app.build_page("toy", runs)
+    raw = {f.name: getattr(CONTROLS, f.name) for f in fields(Controls)}
+    session = None
+    for _ in range(4):
+        session = ui_controls.step(views, views.inputs(session, **raw), progress=None, runs=runs)[views.state]
+    return session, runs
+
+
+def test_the_view_explains_a_live_run(session_and_runs):
+    session, runs = session_and_runs
+    text, figure = speed.explain(session, runs, progress=None)
+    assert text.startswith("**On ") and "This run, sd 1,1,1: predicted" in text
+    assert figure is not None and len(figure.data) >= 5
+    assert "| sd 1,1,1 (this run) |" in text
+    rows = speed.kept_rows(session, runs)
+    known = acceptance.known_from_records(session.steps)  # each Step showed its step: its theory is filled
+    assert len(known) >= 4 and all(d >= 1 for d, _ in known)
+    cal = calibrate.load_cached(calibrate.machine.machine_key("toy", "cpu"), None)
+    assert cal is not None  # calibrated once, into this test's cache
+    base = cal.table(1.0)
+    table = acceptance.table_from_rows(rows, (1, 2), known, {2: base.rates[2][0] / base.rates[1][0]})
+    assert f"Acceptance from {len(rows) + len(known)} visited nodes" in text
+    best = chooser.choose(cal.costs, table)
+    assert best.why() in text  # the verdict shown is the chooser's on this run's exact acceptance
+    assert f"| sd 1,1,1 (this run) | {chooser.expected_tokens((1, 1, 1), table):.2f} |" in text  # exact E[tokens]
+
+
+def test_without_a_run_the_view_says_what_to_do():
+    text, figure = speed.explain(Session(), RunCache(), progress=None)
+    assert text == "⚠️ press Step or Run first: the view predicts from this run's own p and q" and figure is None
+
+
+def test_a_tree_run_of_width_three_is_explained_too(tmp_path, monkeypatch):
+    """The app's default shape (rrs_wor 3,2,2): widths the calibration never measured are computed on the run."""
+    monkeypatch.setenv("SPECSCOPE_CACHE", str(tmp_path))
+    runs = RunCache()
+    _, views = app.build_page("toy", runs)
+    raw = {f.name: getattr(CONTROLS, f.name) for f in fields(Controls)} | {"verifier": "rrs_wor", "branching": "3,2,2"}
+    session = None
+    for _ in range(2):
+        session = ui_controls.step(views, views.inputs(session, **raw), progress=None, runs=runs)[views.state]
+    text, figure = speed.explain(session, runs, progress=None)
+    assert "This run, rrs_wor 3,2,2: predicted" in text and figure is not None

@@ -1,0 +1,140 @@
+"""The "Speed" tab: on this machine, why the run's draft shape is fast or slow, and which shape would be fastest.
+
+A self-contained tab (built inside its own gr.Tab, no entry in Views). Its button calibrates the pair on this
+machine the first time (decoding/speed/calibrate.py: cached per machine, a few seconds to a minute), takes
+this run's own p and q rows (the live run keeps its last steps' rows) for the exact acceptance by depth and
+by width, and shows the chooser's arithmetic (decoding/speed/chooser.py): the verify cost curve, each
+candidate shape's expected tokens per step, its predicted speed-up, and the speed-up this run measured.
+A user can pick the shape from it; a teacher can show why a CPU and a GPU disagree (viz/speed.py).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from functools import partial
+
+import gradio as gr
+
+from decoding.run.config import Branching, DecodeConfig
+from decoding.speed import acceptance, calibrate, chooser
+from decoding.speed.calibrate import Calibration
+from ui import decode
+from ui.run_cache import RunCache
+from ui.session import Session
+from viz import speed as speed_view
+
+log = logging.getLogger("specscope.speed")
+PROGRESS = gr.Progress()
+TOP = 10  # shapes shown
+
+
+@dataclass
+class SpeedPanel:
+    show: gr.Button
+    force: gr.Button
+    summary: gr.Markdown
+    plot: gr.Plot
+
+
+def build() -> SpeedPanel:
+    """The tab's content (call inside `with gr.Tab("Speed"):`)."""
+    gr.Markdown(speed_view.EXPLAIN)
+    with gr.Row():
+        show = gr.Button("Explain this run's speed on this machine", variant="primary", size="sm",
+                         elem_id="speed-show")
+        force = gr.Button("Calibrate this machine again", size="sm", elem_id="speed-force")
+    summary = gr.Markdown("Press **Step** or **Run**, then the button above: the first time, the pair is "
+                          "calibrated on this machine (timed once, then cached).", elem_id="speed-summary")
+    plot = gr.Plot(show_label=False, elem_id="speed-plot")
+    return SpeedPanel(show, force, summary, plot)
+
+
+def wire(panel: SpeedPanel, state: gr.State, runs: RunCache | None, queue: dict) -> None:
+    outputs = [panel.summary, panel.plot]
+    panel.show.click(partial(explain, runs=runs, force=False), [state], outputs, **queue)
+    panel.force.click(partial(explain, runs=runs, force=True), [state], outputs, **queue)
+
+
+def explain(session: Session | None, runs: RunCache | None = None, force: bool = False,
+            progress: gr.Progress = PROGRESS) -> tuple[str, object]:
+    """(markdown, figure) for the session's run; a one-line warning instead when it cannot be shown."""
+    try:
+        facts = facts_of(session or Session(), runs, force, progress)
+    except ValueError as err:
+        return f"⚠️ {err}", None
+    except Exception as err:  # noqa: BLE001 - one user's failure must not take the app down
+        log.exception("speed view failed")
+        return f"⚠️ internal error ({type(err).__name__}): {str(err)[:200]}", None
+    return speed_view.summary_markdown(facts, TOP), speed_view.figure(facts, TOP)
+
+
+def facts_of(session: Session, runs: RunCache | None, force: bool,
+             progress: gr.Progress | None) -> speed_view.SpeedFacts:
+    if session.run is None or session.controls is None or not session.steps:
+        raise ValueError("press Step or Run first: the view predicts from this run's own p and q")
+    config = DecodeConfig.from_dict(session.run.config)
+    pair = decode.load(session.controls, progress)
+    if progress is not None:
+        progress(0.3, desc="calibrating this machine (once; then cached) ...")
+    cal = calibrate.calibrated(pair, session.controls.pair, force=force)
+    rows = kept_rows(session, runs)  # steps not shown yet: their p/q rows
+    known = acceptance.known_from_records(session.steps)  # steps shown: their exact sd-family acceptance
+    own = set(config.level_widths) if isinstance(config.shape, Branching) else set()
+    widths = tuple(sorted({1, 2} | {k for k in own if k <= 4}))  # the run's own widths too (exact, on a sample)
+    fallback = cal.table(config.temperature)
+    ratios = {k: v[0] / fallback.rates[1][0] for k, v in fallback.rates.items() if fallback.rates[1][0] > 0}
+    from_run = bool(rows or known)
+    table = acceptance.table_from_rows(rows, widths, known, ratios) if from_run else fallback
+    choice = chooser.choose(cal.costs, table, chains_only=config.temperature == 0)
+    return _facts(cal, table, choice, session, config, from_run)
+
+
+def kept_rows(session: Session, runs: RunCache | None) -> list[acceptance.Row]:
+    """The (depth, p, q) rows the live run still keeps (its last steps), or [] (no live run, imported trace)."""
+    if runs is None or session.run is None:
+        return []
+    live = runs.take(session.key, session.run)
+    if live is None:
+        return []
+    try:
+        steps = live.state.steps
+        return [row for r in steps for row in acceptance.rows_of_record(r, live.kept_rows(r.index) or [])]
+    finally:
+        decode.keep(runs, session, live, None)
+
+
+def _facts(cal: Calibration, table: chooser.AcceptanceTable, choice: chooser.Choice, session: Session,
+           config: DecodeConfig, from_run: bool) -> speed_view.SpeedFacts:
+    alone = choice.alone.tokens_per_s
+    ranked = list(choice.ranked[: TOP - 1]) + [choice.alone]
+    shapes = tuple(speed_view.ShapeRow(p.label(), p.tokens_per_step, p.step_ms, p.tokens_per_s / alone)
+                   for p in sorted(ranked, key=lambda p: -p.tokens_per_s))
+    run_label = run_predicted = None
+    if isinstance(config.shape, Branching) and config.drafting:
+        mine = chooser.predict(config.shape.levels, cal.costs, table)
+        run_label, run_predicted = f"{config.verifier} {config.shape_text()}", mine.tokens_per_s / alone
+        shapes = shapes + (speed_view.ShapeRow(f"{run_label} (this run)", mine.tokens_per_step, mine.step_ms,
+                                               run_predicted),)
+    measured, how = measured_speedup(session, cal)
+    key = cal.key
+    plan = ", ".join(f"{n} row{'s' * (n > 1)}: {m}" for n, m in sorted(cal.plan.items())) or "stock for every row count"
+    return speed_view.SpeedFacts(
+        machine=f"{key['model']} ({key['device']}, {key['threads']} threads, torch {key['torch']})",
+        stock=cal.stock_costs.target, planned=cal.costs.target, plan=plan, draft=cal.costs.draft,
+        overhead_ms=cal.costs.overhead, shapes=shapes, chosen=choice.why(), run_label=run_label,
+        run_predicted=run_predicted, run_measured=measured, measured_how=how,
+        nodes=table.nodes if from_run else 0)
+
+
+def measured_speedup(session: Session, cal: Calibration) -> tuple[float | None, str]:
+    """This run's tokens per second over the target alone's: against the baseline the user ran (Run
+    statistics), else against the calibrated one-row forward. The app's runs are recorded (every node's
+    record costs time), so this is below what the fast path (record=False) reaches."""
+    summary = session.trace.summary if session.trace else None
+    if summary is None or not summary.seconds or not summary.new_tokens:
+        return None, ""
+    speed = summary.new_tokens / summary.seconds
+    if session.baseline is not None and session.baseline.seconds:
+        return speed / (session.baseline.tokens / session.baseline.seconds), "against the target alone you ran"
+    return speed / (1000.0 / cal.costs.alone_ms()), "against the calibrated target alone; a recorded run"
