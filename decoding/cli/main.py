@@ -64,6 +64,9 @@ def _add_generate_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fuzzy-threshold", type=float, default=d.fuzzy_threshold, metavar="T",
                    help=f"--verifier fuzzy: accept when JS(p, q) <= T nats (default {d.fuzzy_threshold}; "
                    "0 = only where q = p, ln 2 = 0.693 accepts every draft)")
+    p.add_argument("--also-pair", default=None, choices=BUILT_IN,
+                   help="run the same config and seed again with this second built-in pair and say whether the "
+                   "texts match (with gls and one draft per node they do: the text does not depend on the draft)")
 
 
 def _verifier_help() -> str:
@@ -92,17 +95,29 @@ def run_generate(args: argparse.Namespace) -> int:
     pair = models.load_pair(kind, target=args.target, draft=args.draft, device=args.device)
     trace = engine.generate(pair, config, args.prompt)
     print(trace.text)
-    s = trace.summary
-    print(
-        f"[{config.verifier} | {config.shape_text()} | T={config.temperature}] {s.new_tokens} tokens in "
-        f"{s.steps} steps, {s.target_forwards} target forwards ({s.tokens_per_forward:.2f} tokens/forward), "
-        f"{s.seconds:.2f} s, stop: {s.stop_reason}",
-        file=sys.stderr,
-    )
+    _print_summary(config, trace.summary, kind if args.also_pair else None)
+    if args.also_pair:
+        other = engine.generate(models.load_pair(args.also_pair, device=args.device), config, args.prompt)
+        print(f"--- {args.also_pair} (same config, same seed) ---")
+        print(other.text)
+        _print_summary(config, other.summary, args.also_pair)
+        same = other.generated_ids == trace.generated_ids
+        print(f"the two pairs emitted {'the same' if same else 'different'} text", file=sys.stderr)
     if args.json:
         Path(args.json).write_text(trace_to_json(trace), encoding="utf-8")
         print(f"trace written to {args.json}", file=sys.stderr)
     return 0
+
+
+def _print_summary(config: DecodeConfig, s, kind: str | None) -> None:
+    """The run's one-line summary on stderr; `kind` names the pair when two pairs ran."""
+    pair = f"{kind} | " if kind else ""
+    print(
+        f"[{pair}{config.verifier} | {config.shape_text()} | T={config.temperature}] {s.new_tokens} tokens in "
+        f"{s.steps} steps, {s.target_forwards} target forwards ({s.tokens_per_forward:.2f} tokens/forward), "
+        f"{s.seconds:.2f} s, stop: {s.stop_reason}",
+        file=sys.stderr,
+    )
 
 
 def main(argv: list[str]) -> int:

@@ -27,6 +27,7 @@ from decoding.models.treelm import TreeLM, with_guess
 from decoding.run.config import DecodeConfig, Sequences
 from decoding.verify import laws, sampling
 from decoding.verify.entry import Verifier
+from decoding.verify.node_keys import NodeKeys
 from decoding.verify.tree import DraftTree
 
 Warp = Callable[..., torch.Tensor]
@@ -56,8 +57,9 @@ class Drafted:
 
 
 def draft_tree(draft: TreeLM, root_token: int, config: DecodeConfig, entry: Verifier,
-               generator: torch.Generator, *, warp: Warp = sampling.warp) -> Drafted:
-    """Draft a tree rooted at `root_token` (the draft's current root) with config's shape and entry's law."""
+               generator: torch.Generator, *, warp: Warp = sampling.warp, keys: NodeKeys | None = None) -> Drafted:
+    """Draft a tree rooted at `root_token` (the draft's current root) with config's shape and entry's law.
+    keys: for a keyed law (gumbel), each node draws from its own keyed generator, the one verify reads again."""
     tree = DraftTree.root(root_token)
     q: dict[int, torch.Tensor] = {}
     forwards_before = draft.forwards
@@ -69,7 +71,8 @@ def draft_tree(draft: TreeLM, root_token: int, config: DecodeConfig, entry: Veri
         probs = warp(logits, config.temperature, config.top_k, config.top_p)  # [n, V] float64
         for node, q_node in zip(guessing, probs, strict=True):
             q[node] = q_node
-            tree = _draw_at(tree, node, q_node, depth, config, entry, generator)
+            node_generator = keys.generator(tree, node) if keys is not None and entry.law.keyed else generator
+            tree = _draw_at(tree, node, q_node, depth, config, entry, node_generator)
     draft.logits(tree, [])  # no forward: the draft learns the leaves' tokens, for commit
     return Drafted(tree=tree, q=q, forwards=draft.forwards - forwards_before)
 

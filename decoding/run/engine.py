@@ -21,6 +21,7 @@ from decoding.run.config import Branching, DecodeConfig
 from decoding.run.drafting import draft_tree
 from decoding.run.schema import RunSummary, StepRecord, Trace
 from decoding.run.scored import ScoredTree
+from decoding.verify.node_keys import NodeKeys
 from decoding.verify.sampling import draw, make_generator, warp
 from decoding.verify.step_law import expected_tokens
 from decoding.verify.tree import DraftTree
@@ -170,7 +171,8 @@ class Run:
         A subclass that drafts differently (decoding/compare: a forest) overrides this, not `step`."""
         cfg, root = self._step_config(), self._context()[-1]
         t0, f0 = time.perf_counter(), self.draft.forwards
-        drafted = draft_tree(self.draft, root, cfg, self.entry, self.generator)
+        keys = self._node_keys()
+        drafted = draft_tree(self.draft, root, cfg, self.entry, self.generator, keys=keys)
         draft_ms, draft_forwards = _ms_since(t0), self.draft.forwards - f0
 
         t0, f0 = time.perf_counter(), self.target.forwards
@@ -181,7 +183,8 @@ class Run:
         p = warp(logits, cfg.temperature, cfg.top_k, cfg.top_p)  # [N, V] float64
         q, has_q = drafted.q_rows(p.shape[-1])  # [N, V], [N]
         scored = ScoredTree(drafted.tree, p, q, has_q)
-        result = self.entry.judge(scored.tree, scored.p, scored.q, self.generator)
+        extra = {"keys": keys} if keys is not None else {}  # only a node-level keyed law takes keys
+        result = self.entry.judge(scored.tree, scored.p, scored.q, self.generator, **extra)
         verify_ms = _ms_since(t0)
 
         times = recording.StepTimes(draft_ms, target_ms, verify_ms, draft_forwards, target_forwards)
@@ -189,6 +192,14 @@ class Run:
         t0 = time.perf_counter()
         record = self._record(scored, result, times)
         return replace(record, record_ms=_ms_since(t0)), list(result.tokens), list(result.path), drafted.tree
+
+    def _node_keys(self) -> NodeKeys | None:
+        """For a keyed law (gls's gumbel): this step's per-node generators, keyed by the config's seed and the
+        context, so drafting and verify read the same exponentials and the same context gets them whatever
+        the drafter (verify/node_keys.py). None for every other law: they read the run's generator."""
+        if not getattr(self.entry.law, "keyed", False):
+            return None
+        return NodeKeys(self.config.seed, self._context())
 
     def _record(self, scored: ScoredTree, result: Walk, times: recording.StepTimes) -> StepRecord:
         """The full record (nodes, tests, exact theory), or on the fast path only what was emitted."""
@@ -217,11 +228,13 @@ class Run:
         return len(self._context()) + self.config.tree_depth + 1 > self.pair.max_context
 
     def _truncate(self, tokens: list[int]) -> tuple[list[int], str | None]:
-        """Cut at the first EOS (kept) or at the token budget; say why the run stops, if it does."""
-        for i, tok in enumerate(tokens):
+        """Cut at the first EOS (kept) or at the token budget, whichever comes first (an EOS past the budget is
+        not emitted: the run's length then never depends on how its steps split the tokens); say why the run
+        stops, if it does."""
+        budget = self.config.max_new_tokens - len(self._state.generated_ids)
+        for i, tok in enumerate(tokens[:budget]):
             if tok in self.pair.eos_ids:
                 return tokens[: i + 1], "eos"
-        budget = self.config.max_new_tokens - len(self._state.generated_ids)
         if len(tokens) >= budget:
             return tokens[:budget], "max_new_tokens"
         return tokens, None

@@ -54,6 +54,9 @@ def _topk_plus_random(q: torch.Tensor, k: int, u: Sequence[float]) -> list[int]:
 
 SAMPLERS = {
     "iid": lambda q, k, u: [inverse_cdf(q, u[i]) for i in range(k)],
+    # gls's drafts are i.i.d. q in law; from one uniform each they are not its race's drafts, so its verify
+    # draws Y from the exact law given them (rules/gls.py): the tree is still drawn from its own law
+    "gumbel": lambda q, k, u: [inverse_cdf(q, u[i]) for i in range(k)],
     "without_replacement": _without_replacement,
     "hub": _hub,
     "topk_plus_random": _topk_plus_random,

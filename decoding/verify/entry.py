@@ -12,6 +12,7 @@ import torch
 
 from decoding.verify import laws
 from decoding.verify.entry_base import EntryBase
+from decoding.verify.node_keys import NodeKeys
 from decoding.verify.rules.common import conditional_chain, verify_chain
 from decoding.verify.rules.node_cache import NodeCache
 from decoding.verify.step_law import Outcome, node_level_law
@@ -22,6 +23,7 @@ from decoding.verify.walk import Walk, walk
 VerifyFn = Callable[[torch.Tensor, torch.Tensor, Sequence[int], torch.Generator], NodeVerdict]
 ConditionalFn = Callable[[torch.Tensor, torch.Tensor, Sequence[int]], tuple[torch.Tensor, torch.Tensor]]
 AcceptanceFn = Callable[[torch.Tensor, torch.Tensor, int], float]
+BonusFn = Callable[[torch.Tensor, torch.Generator], int]
 
 
 def _law_chain(chain: Callable) -> Callable:
@@ -55,6 +57,7 @@ class Verifier(EntryBase):
     conditional: ConditionalFn
     acceptance: AcceptanceFn | None = None
     verify_with: Callable[[NodeCache], VerifyFn] | None = None  # verify with a per-node cache (khisti_is)
+    bonus: BonusFn | None = None
     rule: ModuleType | None = None  # the rule module, kept where the entry has `params` to rebuild it with
     params: tuple[tuple[str, str], ...] = ()  # (the rule's keyword, the DecodeConfig field that sets it) pairs
 
@@ -70,10 +73,10 @@ class Verifier(EntryBase):
         verify = getattr(rule, "verify", None) or partial(verify_chain, rule.chain)
         conditional = getattr(rule, "conditional", None) or partial(conditional_chain, _law_chain(rule.chain))
         acceptance = getattr(rule, "acceptance", None)
-        verify_with = getattr(rule, "verify_with", None)
+        verify_with, bonus = getattr(rule, "verify_with", None), getattr(rule, "bonus", None)
         rule_kept = rule if metadata.get("params") else None
         return cls(verify=verify, conditional=conditional, acceptance=acceptance, verify_with=verify_with,
-                   rule=rule_kept, **metadata)
+                   bonus=bonus, rule=rule_kept, **metadata)
 
     def with_params(self, **values: float) -> Verifier:
         """This entry with its rule's keyword parameters set (fuzzy's threshold): `verify`, `conditional` and
@@ -107,9 +110,11 @@ class Verifier(EntryBase):
     def __post_init__(self) -> None:
         object.__setattr__(self, "law", laws.get(self.law))
 
-    def judge(self, tree: DraftTree, p: torch.Tensor, q: torch.Tensor, generator: torch.Generator) -> Walk:
-        """Verify a whole drafted tree (p, q: [N, V]): the walk lifts this node-level rule to the tree."""
-        return walk(tree, p, q, self, generator)
+    def judge(self, tree: DraftTree, p: torch.Tensor, q: torch.Tensor, generator: torch.Generator,
+              keys: NodeKeys | None = None) -> Walk:
+        """Verify a whole drafted tree (p, q: [N, V]): the walk lifts this node-level rule to the tree.
+        keys: per-node generators for a keyed law (gumbel), the ones its drafting read (node_keys.py)."""
+        return walk(tree, p, q, self, generator, keys=keys)
 
     def step_law(self, tree: DraftTree, p: torch.Tensor, q: torch.Tensor) -> list[Outcome]:
         """The exact law of this step's outcome given the tree (see step_law.py)."""

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 
 import torch
 
+from decoding.verify import gumbel_race
 from decoding.verify.sampling import draw
 from decoding.verify.theory_race import wor_inclusion
 
@@ -97,12 +98,15 @@ class Law:
     distinct: the law never repeats a token (so k ≤ V); max_k: the largest k it is defined for;
     iid_compatible: i.i.d. draws from q are valid candidates for it (K independent draft sequences
     produce i.i.d. children, so only such laws can verify a K-sequence trie).
+    keyed: the draws read randomness that the verifier reads again (gumbel: shared exponentials), so a run
+    hands the draft and the verify of one node the same per-node generator (verify/node_keys.py).
     """
 
     name: str = ""
     distinct: bool = True
     max_k: int | None = None
     iid_compatible: bool = False
+    keyed: bool = False
 
     def __str__(self) -> str:
         return self.name
@@ -167,6 +171,18 @@ class IID(Law):
 
     def _inclusion(self, q, k):
         return iid_hit(q.clamp(max=1.0), k)
+
+
+class Gumbel(IID):
+    """GLS's drafts: row k of K rows of shared Exp(1) variables E [K, V] gives X_k = argmin_j E[k, j] / q_j.
+
+    Marginally K i.i.d. draws from q (so enumerate, count and inclusion are the i.i.d. law's); what differs
+    is that the verifier reads the same E again from the node's generator (docs/verifiers.md §17)."""
+
+    name, keyed = "gumbel", True
+
+    def _sample(self, q, k, generator):
+        return gumbel_race.drafts(gumbel_race.exponentials(generator, k, q.shape[0]), q.to(torch.float64))
 
 
 class WithoutReplacement(Law):
@@ -269,13 +285,16 @@ class TopK(Law):
 
 
 IID_LAW = IID()
+GUMBEL = Gumbel()
 WITHOUT_REPLACEMENT = WithoutReplacement()
 HUB = Hub()
 TOPK_PLUS_RANDOM = TopkPlusRandom()
 TOPK = TopK("topk", iid_compatible=False)
 ANY = TopK("any", iid_compatible=True)  # drawn as top-k, but i.i.d. draws are valid candidates too
 
-REGISTRY: dict[str, Law] = {law.name: law for law in (IID_LAW, WITHOUT_REPLACEMENT, HUB, TOPK_PLUS_RANDOM, TOPK, ANY)}
+REGISTRY: dict[str, Law] = {
+    law.name: law for law in (IID_LAW, WITHOUT_REPLACEMENT, HUB, TOPK_PLUS_RANDOM, TOPK, ANY, GUMBEL)
+}
 LAWS = tuple(REGISTRY)  # the names, a public contract (traces, CLI help)
 
 

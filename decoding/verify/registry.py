@@ -11,6 +11,7 @@ from decoding.verify import laws
 from decoding.verify.entry import Verifier
 from decoding.verify.rules import (
     fuzzy,
+    gls,
     greedy,
     hu_greedy,
     khisti_is,
@@ -127,6 +128,18 @@ VERIFIERS: dict[str, Verifier | TreeVerifier] = {
         description="At each node accept the first candidate with p(x) > min(0.09, 0.3 exp(-H(p))) (exact "
         "entropy); else emit argmax p. Medusa itself picks the longest typical path: see typical_medusa.",
         paper="Cai et al. 2024, Medusa: Simple LLM Inference Acceleration Framework",
+    ),
+    # ---- gls: Gumbel-max list sampling (drafts and target token from shared exponentials) ----
+    "gls": Verifier.from_rule(
+        gls,
+        name="gls",
+        title="Gumbel-max list sampling (GLS; one draft: DISD)",
+        lossless=True,
+        law=laws.get("gumbel"),
+        max_candidates=None,
+        description="Drafts and the target token Y = argmin E/p race on the same shared exponentials; accept iff "
+        "Y is a draft, always emit Y. One draft: the text does not depend on the drafter.",
+        paper="Rowan, Phan, Khisti 2025 (arXiv 2506.05632); Daliri, Musco, Suresh 2024, DISD (arXiv 2408.07978)",
     ),
     # ---- ot: the optimal-transport coupling (exact LP) and fuzzy speculative decoding (lossy, tunable) ----
     "ot_optimal": Verifier.from_rule(

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from decoding.verify.node_keys import NodeKeys
 from decoding.verify.origins import BONUS, DRAFT, RESIDUAL, RESIDUAL_HIT
 from decoding.verify.sampling import draw
 from decoding.verify.tree import DraftTree
@@ -29,7 +30,10 @@ class Walk:
 
 
 def bonus_token(entry: Verifier, p_leaf: torch.Tensor, generator: torch.Generator) -> int:
-    """At a leaf: a lossless verifier samples p; the lossy ones (greedy, typical) take argmax p."""
+    """At a leaf: the rule's own `bonus` where it has one (gls); else a lossless verifier samples p and the
+    lossy ones (greedy, typical) take argmax p."""
+    if getattr(entry, "bonus", None) is not None:
+        return entry.bonus(p_leaf, generator)
     if entry.lossless:
         return draw(p_leaf, generator)
     return int(torch.argmax(p_leaf))
@@ -41,10 +45,15 @@ def walk(
     q: torch.Tensor,  # [N, V] law the node's candidates were drawn from (rows of leaves unused)
     entry: Verifier,
     generator: torch.Generator,
+    keys: NodeKeys | None = None,  # a keyed law's per-node generators (gumbel): read instead of `generator`
 ) -> Walk:
     node, path, visits, tokens, kinds = 0, [0], [], [], []
+
+    def at(n: int) -> torch.Generator:
+        return keys.generator(tree, n) if keys is not None else generator
+
     while not tree.is_leaf(node):
-        verdict = entry.verify(p[node], q[node], tree.candidates(node), generator)
+        verdict = entry.verify(p[node], q[node], tree.candidates(node), at(node))
         visits.append((node, verdict))
         if verdict.accepted is None:
             tokens.append(verdict.token)
@@ -54,7 +63,7 @@ def walk(
         path.append(node)
         tokens.append(tree.tokens[node])
         kinds.append(RESIDUAL_HIT if verdict.via_residual else DRAFT)
-    tokens.append(bonus_token(entry, p[node], generator))
+    tokens.append(bonus_token(entry, p[node], at(node)))
     kinds.append(BONUS)
     return Walk(tuple(path), tuple(visits), tuple(tokens), tuple(kinds))
 

@@ -84,3 +84,12 @@ def test_vocabulary_mismatch_is_refused(tiny_model_folders):
     res = run_cli("generate", "--target", str(target), "--draft", str(draft), "--prompt", "a b", "--no-chat")
     assert res.returncode == 2, res.stderr
     assert str(target) in res.stderr and str(draft) in res.stderr and "Traceback" not in res.stderr
+
+
+def test_also_pair_runs_the_same_config_again_and_says_whether_the_texts_match():
+    res = run_cli("generate", "--pair", "toy", "--also-pair", "toy", "--prompt", "the cat", "--verifier", "gls",
+                  "--tree", "1", "--temperature", "1", "--seed", "7", "--max-new-tokens", "12", "--no-chat")
+    assert res.returncode == 0, res.stderr
+    first, second = res.stdout.split("--- toy (same config, same seed) ---\n")
+    assert first == second and first.strip()
+    assert "the two pairs emitted the same text" in res.stderr and res.stderr.count("[toy | gls | 1 |") == 2

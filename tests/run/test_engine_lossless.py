@@ -33,6 +33,7 @@ SHAPES = {  # a shape each verifier allows, with duplicate-prone i.i.d. branchin
     "spechub": dict(branching=(2, 2)),
     "hu_greedy": dict(branching=(3, 2)),
     "pointmass": dict(branching=(3, 2)),
+    "gls": dict(branching=(3, 2)),  # keyed exponentials per (seed, context): the sequence law is still p's
 }
 
 

@@ -15,7 +15,7 @@ Q = torch.tensor([0.1, 0.4, 0.2, 0.3], dtype=torch.float64)  # every token drawa
 
 
 def test_one_law_per_name_and_the_name_is_the_string():
-    assert laws.LAWS == ("iid", "without_replacement", "hub", "topk_plus_random", "topk", "any")
+    assert laws.LAWS == ("iid", "without_replacement", "hub", "topk_plus_random", "topk", "any", "gumbel")
     for name in laws.LAWS:
         law = laws.get(name)
         assert str(law) == name and laws.get(law) is law

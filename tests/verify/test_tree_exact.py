@@ -27,6 +27,8 @@ CASES = [
     ("spectr", "iid", (2, 2)),
     ("khisti_is", "iid", (2, 2)),
     ("sd", "iid", (1, 1)),
+    ("gls", "gumbel", (2, 2)),
+    ("gls", "gumbel", (1, 1)),
 ]
 
 

@@ -18,7 +18,7 @@ P12 = torch.tensor([0.50, 0.30, 0.15, 0.05], dtype=F64)  # docs/verifiers.md §1
 Q12 = torch.tensor([0.20, 0.50, 0.20, 0.10], dtype=F64)
 A, B, C, D = 0, 1, 2, 3
 KEYS = ["sd", "rrs", "rrs_wor", "spectr", "spechub", "khisti_is", "hu_greedy", "pointmass", "greedy", "typical",
-        "ot_optimal", "fuzzy"]
+        "gls", "ot_optimal", "fuzzy"]
 LOSSY = ("greedy", "typical", "fuzzy")
 
 
@@ -35,6 +35,7 @@ def test_registry_keys_laws_and_badges():
         "pointmass": "any",
         "greedy": "any",
         "typical": "any",
+        "gls": "gumbel",
         "ot_optimal": "iid",
         "fuzzy": "iid",
     }
@@ -59,8 +60,8 @@ def _cases(V: int, seed: int):
 
 
 def _ks(entry, law: str, V: int) -> list[int]:
-    # every k from 1 to 4, except i.i.d. k = 4 at V = 6 (1296 tuples per case: runtime only)
-    return [k for k in allowed_ks(entry, law, V) if not (law == "iid" and V == 6 and k == 4)]
+    # every k from 1 to 4, except i.i.d. (and gumbel, i.i.d. in law) k = 4 at V = 6 (1296 tuples per case: runtime)
+    return [k for k in allowed_ks(entry, law, V) if not (law in ("iid", "gumbel") and V == 6 and k == 4)]
 
 
 @pytest.mark.parametrize("key", [k for k in lossless_keys() if k in node_level_keys()])

@@ -33,6 +33,7 @@ TUPLES = {
     "pointmass": [(1, 4, 3), (2, 2, 0)],
     "greedy": [(1, 0), (3, 2)],
     "typical": [(4, 1), (2, 0)],
+    "gls": [(4, 4, 1), (1, 3)],  # drafts not from verify's exponentials: Y drawn from its law given them
     "ot_optimal": [(4, 4, 1), (1, 3, 0)],  # a repeat: its share goes to the first copy
     "fuzzy": [(4, 1), (2, 0)],
 }

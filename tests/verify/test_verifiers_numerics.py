@@ -69,7 +69,7 @@ def test_a_candidate_with_zero_draft_probability_is_skipped(key):
     q = torch.tensor([0.5, 0.5, 0.0], dtype=F64)  # token 2 cannot have been drafted
     xs = [2] if key == "sd" else [1, 2]
     _run(key, p, q, xs)
-    if key in ("sd", "rrs", "rrs_wor", "spectr", "khisti_is", "hu_greedy"):
+    if key in ("sd", "rrs", "rrs_wor", "spectr", "khisti_is", "hu_greedy", "gls"):
         accept, _ = VERIFIERS[key].conditional(p, q, xs)
         assert float(accept[xs.index(2)]) == 0.0  # skipped: threshold 0, never accepted
 
