@@ -111,12 +111,24 @@ def choices() -> list[tuple[str, str]]:
     return [(f"{key}" + ("" if e.lossless else " (lossy)"), key) for key, e in VERIFIERS.items()]
 
 
+# Ticked by default on the toy pair only: on a real vocabulary (49,152 tokens) gls's exact law at k >= 2
+# integrates over the whole vocabulary at every node (tens of seconds a compared step on a CPU) and ot_optimal's
+# exact LP refuses k >= 2 without a top-k / top-p warp (docs/verifiers.md §16, §17); a user can still tick them.
+SMALL_VOCABULARY_ONLY = ("gls", "ot_optimal")
+
+
 def default_keys(controls: Controls) -> list[str]:
-    """Every lossless verifier the controls' tree shape allows (greedy and typical are lossy: off)."""
+    """Every lossless verifier the controls' tree shape allows (greedy and typical are lossy: off), less the
+    ones that are only quick on a tiny vocabulary when the pair is a real model."""
     try:
-        return allowed_keys(controls.config())
+        return quick_on(controls.pair, allowed_keys(controls.config()))
     except ValueError:
         return []
+
+
+def quick_on(pair: str, keys: list[str]) -> list[str]:
+    """`keys` less SMALL_VOCABULARY_ONLY unless the pair is the toy one."""
+    return keys if pair == "toy" else [k for k in keys if k not in SMALL_VOCABULARY_ONLY]
 
 
 def table(rows: list[list]) -> dict:
@@ -168,9 +180,11 @@ def read_draws(raw: Any) -> int:
 
 # ---- handlers ------------------------------------------------------------------------------------------
 def select_allowed(views: Views, values: dict) -> dict:
-    """Select every lossless verifier the current tree shape allows (a bad shape: keep the selection)."""
+    """Select every lossless verifier the current tree shape allows, less the tiny-vocabulary-only ones on a real
+    pair (`quick_on`); a bad shape keeps the selection."""
     try:
-        return gr.update(value=allowed_keys(views.configure(values).config))
+        configured = views.configure(values)
+        return gr.update(value=quick_on(configured.controls.pair, allowed_keys(configured.config)))
     except ValueError as err:
         gr.Warning(str(err))
         return gr.update()
