@@ -145,8 +145,8 @@ def test_reporting_the_untruncated_q_breaks_losslessness(monkeypatch):
     """The bug a truncated head invites: sample from the head's subset, verify with the full softmax."""
     real = engine.draft_tree
 
-    def full_q_reported(draft, root, cfg, entry, generator):
-        drafted = real(draft, root, cfg, entry, generator)
+    def full_q_reported(draft, root, cfg, entry, generator, **keyed):
+        drafted = real(draft, root, cfg, entry, generator, **keyed)
         full = {n: warp(toy.toy_draft_logits(draft.node_context(n)), cfg.temperature) for n in drafted.q}
         return replace(drafted, q=full)
 
