@@ -10,6 +10,8 @@ import importlib
 import sys
 from dataclasses import dataclass
 
+from decoding.cli.main import guarded
+
 
 @dataclass(frozen=True)
 class Command:
@@ -45,11 +47,4 @@ def main(argv: list[str]) -> int:
     if command is None:
         print(f"error: unknown bench {argv[0]!r}; one of: {', '.join(COMMANDS)}", file=sys.stderr)
         return 2
-    try:
-        return int(importlib.import_module(command.module).main(argv[1:]) or 0)
-    except (ValueError, FileNotFoundError, OSError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    return guarded(lambda: importlib.import_module(command.module).main(argv[1:]))

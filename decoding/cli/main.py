@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from decoding.cli.handoff import hand_to_bench
@@ -124,18 +125,28 @@ def main(argv: list[str]) -> int:
     if argv[:1] and argv[0] in HANDED_TO_BENCH:  # their own flags, parsed by bench
         return hand_to_bench(HANDED_TO_BENCH[argv[0]] + argv[1:])
     args = build_parser().parse_args(argv)
+    return guarded(lambda: _dispatch(args))
+
+
+def _dispatch(args) -> int:
+    if args.command == "generate":
+        return run_generate(args)
+    if args.command == "compare":
+        from decoding.cli import compare as compare_cli
+
+        return compare_cli.run(args)
+    if args.command == "certify":
+        from decoding.lab.cli import run as run_certify
+
+        return run_certify(args)
+    raise AssertionError(f"unhandled command {args.command!r}")
+
+
+def guarded(command: Callable[[], int | None]) -> int:
+    """Run a command: bad input (ValueError, a missing file, an OS error) is one line on stderr and exit 2, never
+    a traceback; Ctrl-C exits 130. `python -m bench` runs its subcommands through it too."""
     try:
-        if args.command == "generate":
-            return run_generate(args)
-        if args.command == "compare":
-            from decoding.cli import compare as compare_cli
-
-            return compare_cli.run(args)
-        if args.command == "certify":
-            from decoding.lab.cli import run as run_certify
-
-            return run_certify(args)
-        raise AssertionError(f"unhandled command {args.command!r}")
+        return int(command() or 0)
     except (ValueError, FileNotFoundError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

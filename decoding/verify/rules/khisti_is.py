@@ -51,14 +51,9 @@ def sir_weights(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     return torch.where(torch.isfinite(w) & (w > W_LO), w, 0.0).clamp(max=W_CAP)
 
 
-def selection(weights: torch.Tensor) -> torch.Tensor:
-    """[k] SIR selection probabilities for the candidates' weights [k]; the first candidate when all are 0."""
-    total = float(weights.sum())
-    if total > 0:
-        return weights / total
-    first = torch.zeros_like(weights)
-    first[0] = 1.0
-    return first
+# Step 1's beta_i = w(x_i) / sum_j w(x_j) (the first candidate when every weight is 0): one definition, shared
+# with the fast twin, which imports nothing from this file.
+selection = khisti_lazy.selection
 
 
 def induced_law(p: torch.Tensor, q: torch.Tensor, k: int, method: str = "auto") -> torch.Tensor:
