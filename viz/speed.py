@@ -101,7 +101,8 @@ def summary_markdown(facts: SpeedFacts, top: int = 10) -> str:
                 if facts.nodes else "Acceptance from the calibration's own run (this run has none to read)."),
              ""]
     if facts.run_label and facts.run_predicted is not None:
-        measured = f"{facts.run_measured:.2f}x ({facts.measured_how})" if facts.run_measured is not None else "—"
+        measured = (f"{facts.run_measured:.2f}x ({facts.measured_how})" if facts.run_measured is not None
+                    else f"— ({facts.measured_how})" if facts.measured_how else "—")
         lines += [f"This run, {facts.run_label}: predicted {facts.run_predicted:.2f}x, measured {measured}.", ""]
     lines += ["| shape | tokens / step | step ms | predicted x target alone |", "|---|---|---|---|"]
     lines += [f"| {s.label} | {s.tokens_per_step:.2f} | {s.step_ms:.1f} | {s.speedup:.2f} |"

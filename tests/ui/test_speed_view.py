@@ -66,3 +66,18 @@ def test_a_tree_run_of_width_three_is_explained_too(tmp_path, monkeypatch):
         session = ui_controls.step(views, views.inputs(session, **raw), progress=None, runs=runs)[views.state]
     text, figure = speed.explain(session, runs, progress=None)
     assert "This run, rrs_wor 3,2,2: predicted" in text and figure is not None
+
+
+def test_the_measured_speed_up_is_the_steps_after_the_first_decoding_time(session_and_runs):
+    """The first step pays the prompt's prefill and the app's records cost time a fast run never pays: the run's
+    measured speed-up reads the draft + target + verify time of the steps after the first (it said 0.17x after one
+    Step of the embedded pair, the prefill included)."""
+    session, runs = session_and_runs
+    speed.explain(session, runs, progress=None)  # calibrates the toy pair into this test's cache
+    cal = calibrate.load_cached(calibrate.machine.machine_key("toy", "cpu"), None)
+    later = session.trace.steps[1:]
+    want = (sum(s.n_emitted for s in later) / sum(s.decode_ms for s in later) * 1000) * cal.costs.alone_ms() / 1000
+    got, how = speed.measured_speedup(session, cal)
+    assert got == pytest.approx(want) and f"its {len(later)} steps after the first" in how
+    first_only = replace(session, trace=replace(session.trace, steps=session.trace.steps[:1]))
+    assert speed.measured_speedup(first_only, cal) == (None, "measured from the steps after the first: Step again")
