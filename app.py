@@ -27,10 +27,12 @@ from ui import (
     controls,
     decode,
     endpoints,
+    heap,
     help,
     inspector,
     lab,
     links,
+    page_leave,
     run_stats,
     speed,
     story,
@@ -108,16 +110,9 @@ def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = (),
         speed.wire(fast, state, runs, decode_queue)
         run_stats.wire_lazy(views, stats, tabs, changes, runs)
         api_tools.register(caps)  # API-only endpoints (the MCP tools)
-        demo.unload(_leaver(runs))
+        demo.unload(page_leave.leave_handler(runs, demo))
     endpoints.hide_internal(demo)  # the API lists ui.endpoints.ENDPOINTS only
     return demo, views
-
-
-def _leaver(runs: RunCache):
-    """The page-leave handler: Gradio hands it only a gr.Request (found by its type hint)."""
-    def leave(request: gr.Request) -> None:
-        runs.leave(request.session_hash)
-    return leave
 
 
 def build_app(default_pair: str = "embedded", notices: tuple[str, ...] = (), caps: Caps | None = None) -> gr.Blocks:
@@ -169,6 +164,7 @@ def main(argv: list[str] | None = None) -> None:
 
         sys.exit(hand_to_bench(["step", "--pair", args.pair, "--clicks", str(args.bench_step)]))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    heap.tune()  # before the models load: freed tensor buffers go back to the system (ui/heap.py says why)
     if args.device:
         os.environ["SPECSCOPE_DEVICE"] = args.device
     from decoding.lab.custom import register_files
