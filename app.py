@@ -27,7 +27,6 @@ from ui import (
     controls,
     decode,
     endpoints,
-    heap,
     help,
     inspector,
     lab,
@@ -164,7 +163,6 @@ def main(argv: list[str] | None = None) -> None:
 
         sys.exit(hand_to_bench(["step", "--pair", args.pair, "--clicks", str(args.bench_step)]))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    heap.tune()  # before the models load: freed tensor buffers go back to the system (ui/heap.py says why)
     if args.device:
         os.environ["SPECSCOPE_DEVICE"] = args.device
     from decoding.lab.custom import register_files
