@@ -104,7 +104,7 @@ def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = (),
         story.wire(views, told, nodes, tree.slider)
         links.wire(demo, views, sharing, tabs, tree.slider, default, decode_queue, runs)
         run_stats.wire(views, stats, decode_queue)
-        changes += trace_io.wire(views, traces, runs)
+        changes += trace_io.wire(views, traces, runs, default, decode_queue)
         compare.wire(views, versus, decode_queue)
         speed.wire(fast, state, runs, decode_queue)
         run_stats.wire_lazy(views, stats, tabs, changes, runs)

@@ -2,16 +2,18 @@
 
     python -m bench calibrate [--pair embedded-head] [--force] [--threads N] [--temperatures 0,0.8] [--top 8]
 
-Prints the machine key (CPU model, torch build, threads), the lm_head's few-row product by every method and
-the plan chosen, the target forward's 1..32-row cost curve before and after the plan, the draft and step
-costs, the acceptance by depth, and per temperature the predicted tokens per second of the best shapes
-against the target alone. The calibration is cached (the path is printed); --force measures again.
+Prints the machine key (CPU model, torch build, threads), the target forward with every product method
+(models/few_rows.PRODUCTS) at a few row counts and the plan chosen, the target forward's 1..32-row cost
+curve before and after the plan, the draft and step costs, the acceptance by depth, and per temperature the
+predicted tokens per second of the best shapes against the target alone. The calibration is cached (the
+path is printed); --force measures again.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 
 import torch
 
@@ -33,20 +35,26 @@ def curve_table(cal) -> str:
     one_stock, one = cal.stock_costs.target_ms(1), cal.costs.target_ms(1)
     lines = ["| rows | stock ms | x 1 row | with plan ms | x 1 row (planned) | x stock 1 row |",
              "|---|---|---|---|---|---|"]
-    for (n, before), (_, after) in zip(cal.stock_costs.target, cal.costs.target, strict=True):
-        lines.append(f"| {n} | {before:.1f} | {before / one_stock:.2f} | {after:.1f} | {after / one:.2f} | "
-                     f"{after / one_stock:.2f} |")
+    stock = dict(cal.stock_costs.target)  # measured at the plan's sizes only
+    for n, after in cal.costs.target:
+        before = f"{stock[n]:.1f} | {stock[n] / one_stock:.2f}" if n in stock else "- | -"
+        lines.append(f"| {n} | {before} | {after:.1f} | {after / one:.2f} | {after / one_stock:.2f} |")
     return "\n".join(lines)
 
 
 def product_table(cal) -> str:
     if not cal.products:
         return "(no lean CPU target: stock products only)"
+    from decoding.speed.calibrate import DROP
+    from decoding.speed.products import describe
+
+    plan = describe(cal.plan)
     methods = list(next(iter(cal.products.values())))
     lines = ["| rows | " + " | ".join(f"{m} ms" for m in methods) + " | chosen |", "|---" * (len(methods) + 2) + "|"]
     for n, by in sorted(cal.products.items()):
-        lines.append(f"| {n} | " + " | ".join(f"{by[m]:.2f}" for m in methods) + f" | {cal.plan.get(n, 'stock')} |")
-    return "\n".join(lines)
+        cells = " | ".join(f"{by[m]:.1f}" if m in by else "-" for m in methods)
+        lines.append(f"| {n} | {cells} | {cal.plan.get(n, 'stock')} |")
+    return "\n".join(lines) + f"\n\n('-': not timed, {DROP:g}x the fastest at a smaller size)\nplan: {plan}"
 
 
 def choice_table(choice, top: int) -> str:
@@ -69,14 +77,17 @@ def main(argv: list[str] | None = None) -> int:
     from decoding.speed.choice import choose_for
 
     pair = load_pair(args.pair, device=args.device, progress=lambda m: print(m, file=sys.stderr))
+    began = time.perf_counter()
     picks = [choose_for(pair, args.pair, t, force=args.force and i == 0,
-                        progress=lambda m: print(f"calibrating: {m}", file=sys.stderr)) for i, t in enumerate(temps)]
+                        progress=lambda m: print(f"calibrating ({time.perf_counter() - began:.1f} s): {m}",
+                                                 file=sys.stderr)) for i, t in enumerate(temps)]
     cal = picks[0].calibration
     key = cal.key
     print(f"`python -m bench calibrate {' '.join(argv or [])}`: {key['model']} ({key['device']}), torch {key['torch']} "
           f"(MKL {key['mkl']}), {key['threads']} threads, pair {key['pair']}; calibrated {cal.when} in "
           f"{cal.seconds:.1f} s; cache {machine.cache_file(key)}\n")
-    print("lm_head few-row product, median ms of one product:\n" + product_table(cal) + "\n")
+    print("target forward by product method (every product of the lean target), median ms:\n"
+          + product_table(cal) + "\n")
     print("target forward, N rows on a cached context (median ms):\n" + curve_table(cal) + "\n")
     draft = ", ".join(f"{n} rows {ms:.1f} ms" for n, ms in cal.costs.draft)
     print(f"draft, one level: {draft}; the rest of a step: {cal.costs.overhead:.1f} ms\n")

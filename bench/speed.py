@@ -41,6 +41,7 @@ from decoding.models.kinds import BUILT_IN
 from decoding.run.config import DecodeConfig, parse_branching
 
 PROMPTS_FILE = Path(__file__).resolve().parents[1] / "assets" / "bench_prompts.json"
+DEFAULT_PROMPTS = 4  # prompts of PROMPTS_FILE timed without --prompts
 QUICK = {"prompts": 2, "repeats": 2, "max_new_tokens": 12}
 PATHS = ("fast", "recorded", "recorded-lazy")  # the default --paths (recorded-eager is opt-in)
 
@@ -56,7 +57,8 @@ def _parser() -> argparse.ArgumentParser:
                          "'fastest': what decoding.fastest.fastest() chooses for --pair on this machine at each "
                          "temperature (calibrated first; cached) (default: FASTEST and rrs_wor:3,2,2)")
     ap.add_argument("--temperatures", default="0,0.8", help="comma-separated temperatures")
-    ap.add_argument("--prompts", type=int, default=4, help="how many prompts of assets/bench_prompts.json")
+    ap.add_argument("--prompts", type=int, default=None,
+                    help="how many prompts (default: 4 of assets/bench_prompts.json, every one of --prompts-file)")
     ap.add_argument("--prompts-file", type=Path, default=None,
                     help="a JSON file {\"prompts\": [{\"kind\", \"prompt\"}, ...]} instead (held-out prompts)")
     ap.add_argument("--repeats", type=int, default=3)
@@ -112,12 +114,14 @@ def parse_temperatures(text: str) -> list[float]:
     return temps
 
 
-def load_prompts(n: int, path: Path | None = None) -> list[dict]:
+def load_prompts(n: int | None, path: Path | None = None) -> list[dict]:
+    """The first n prompts of `path` (default file: n = 4; a file of the user's: all of them when n is None)."""
     try:
         prompts = json.loads((path or PROMPTS_FILE).read_text(encoding="utf-8"))["prompts"]
         prompts = [{"kind": str(p["kind"]), "prompt": str(p["prompt"])} for p in prompts]
     except (KeyError, TypeError, json.JSONDecodeError) as err:
         raise ValueError(f"{path}: expected {{\"prompts\": [{{\"kind\", \"prompt\"}}, ...]}} ({err})") from None
+    n = n if n is not None else (len(prompts) if path else DEFAULT_PROMPTS)
     if not 1 <= n <= len(prompts):
         raise ValueError(f"--prompts must be between 1 and {len(prompts)}")
     return prompts[:n]
@@ -193,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     configs = parse_configs([c for c in args.configs if c != "fastest"] or None if wants_fastest else args.configs)
     paths = parse_paths(args.paths)
     prompts = load_prompts(args.prompts, args.prompts_file)
+    args.prompts = len(prompts)  # what the report's settings say
     if args.threads:
         torch.set_num_threads(args.threads)
     from decoding.models import pairs as models

@@ -64,6 +64,5 @@ def opened(browser, url: str, width: int = 1440, height: int = 1000):
 
 
 def open_tab(page, name: str) -> None:
-    """Click the tab `name`. Once selected, Gradio draws a tab twice (in the tab bar and in its overflow
-    menu), so a plain role lookup is ambiguous: take the first."""
+    """Click the tab `name` (each tab is in the bar once: tests/browser/test_tabs_browser.py)."""
     page.get_by_role("tab", name=name).first.click()

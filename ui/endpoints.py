@@ -24,7 +24,9 @@ ENDPOINTS: dict[str, str] = {
     "scrub": "Replay step N (1-based) of this session from its records, with no model work.",
     "inspect_node": "One node of the shown step: p, q and the residual, and its tests in order.",
     "export_trace": "The session's trace as a JSON file (every step's records) and a status line.",
-    "import_trace": "Replay an uploaded trace file: every view drawn from its records, no model loaded.",
+    "import_trace": "Replay an uploaded trace file: every view drawn from its records; where this server can "
+                    "re-run it, its run becomes the session's (Step continues it; outputs after the views: the "
+                    "controls set to its settings).",
     "baseline": "Decode as many tokens with the target alone, for the speed comparison (run statistics).",
     "compare_allowed": "Every lossless verifier the controls' tree shape allows (the compare selection).",
     "compare_runs": "Each selected verifier decodes the whole prompt with the same seeds: tokens per target "

@@ -16,7 +16,7 @@ import gradio as gr
 from ui import decode, endpoints
 from ui.link_query import TABS, Link, cli_command, link_query, read_link
 from ui.run_cache import RunCache
-from ui.session import SHAPES, Configured, Controls, Session
+from ui.session import Configured, Controls, Session
 from ui.views import Out, Views, md
 
 TAB_LABELS = {"Compare verifiers": "compare", "Run statistics": "stats", "Trace: export / import": "trace",
@@ -95,15 +95,7 @@ def open_link(views: Views, panel: LinkPanel, tabs: gr.Tabs, default: Controls, 
 
 
 def _set_widgets(views: Views, link: Link) -> Out:
-    c, w = link.controls, views.controls
-    out: Out = {w[name]: getattr(c, name) for name in w}
-    sequences = c.shape == SHAPES[1]
-    out[w["branching"]] = gr.update(value=c.branching, visible=not sequences)
-    out[w["sequences"]] = gr.update(value=c.sequences, visible=sequences)
-    out[w["depth"]] = gr.update(value=c.depth, visible=sequences)
-    custom = c.pair == "custom"
-    out[w["target"]] = gr.update(value=c.target, visible=custom)
-    out[w["draft"]] = gr.update(value=c.draft, visible=custom)
+    out = views.widgets_for(link.controls)
     if "compare" in views.options:
         out[views.options["compare"]] = bool(link.compare)
         if link.compare:

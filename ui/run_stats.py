@@ -45,7 +45,11 @@ class RunStats:
             baseline = gr.Button("Compare with the target alone (plain decoding)", size="sm")
             summary = gr.Markdown("Press **Step** to draft and verify one tree.")
             plot = gr.Plot(label="run statistics", show_label=False, elem_id="stats-plot")
-        return cls(tab, baseline, summary, plot, gr.State(False))  # not the first tab: closed at start
+            # Inside the tab: a gr.Tabs' children must all be tabs. Gradio numbers each tab by its index among
+            # them, so a State between two tabs shifted every later tab's number by one, and selecting one of
+            # those drew its label twice in the bar, in place of its neighbour's (tests/ui/test_tab_bar.py).
+            shown = gr.State(False)  # not the first tab: closed at start
+        return cls(tab, baseline, summary, plot, shown)
 
     def named(self) -> dict[str, Any]:
         return {"stats_plot": self.plot, "stats_md": self.summary}

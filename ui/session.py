@@ -15,8 +15,9 @@ number are refused; a value outside the widget's range is refused with a message
 
 `configure(caps, raw)` is the one function every handler that builds a run goes through (Step, Run,
 the compare view's Step, "Compare whole runs", its "select every lossless verifier" button, the MCP
-step tool): the control-value rules above, then the server's launch caps on the tree shape. Its result,
-`Configured`, is what `ui.decode.open_run` takes, so no handler can start a run that skipped the caps.
+step tool, an imported trace that is continued: ui/trace_run.py): the control-value rules above, then
+the server's launch caps on the tree shape. Its result, `Configured`, is what `ui.decode.open_run` takes,
+so no handler can start a run that skipped the caps.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from functools import partial
 import gradio as gr
 
 from decoding.run.config import Branching, DecodeConfig
-from decoding.speed import acceptance, calibrate, chooser
+from decoding.speed import acceptance, calibrate, chooser, products
 from decoding.speed.calibrate import Calibration
 from ui import decode
 from ui.run_cache import RunCache
@@ -118,7 +118,7 @@ def _facts(cal: Calibration, table: chooser.AcceptanceTable, choice: chooser.Cho
                                                run_predicted),)
     measured, how = measured_speedup(session, cal)
     key = cal.key
-    plan = ", ".join(f"{n} row{'s' * (n > 1)}: {m}" for n, m in sorted(cal.plan.items())) or "stock for every row count"
+    plan = products.describe(cal.plan)
     return speed_view.SpeedFacts(
         machine=f"{key['model']} ({key['device']}, {key['threads']} threads, torch {key['torch']})",
         stock=cal.stock_costs.target, planned=cal.costs.target, plan=plan, draft=cal.costs.draft,

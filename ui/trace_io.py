@@ -1,25 +1,29 @@
 """Trace export and import: a trace holds every step's records, so an imported one replays every view
-with no model loaded."""
+from them; the import also makes it the session's live run where this server can re-run it (ui/trace_run.py),
+so Step and Run continue it with the tokens the uninterrupted run would have emitted."""
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 import time
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 
 import gradio as gr
 
 from decoding.run.schema import Trace, read_trace_file, trace_to_json
-from ui import decode
+from ui import decode, trace_run
 from ui.endpoints import public
 from ui.run_cache import RunCache
-from ui.session import Session
-from ui.views import Out, Views, md
+from ui.session import Controls, Session
+from ui.views import Out, Views, internal_error, md
 from viz import checks
 from viz.tokens import shorten
+
+log = logging.getLogger("specscope.app")
+PROGRESS = gr.Progress()  # Gradio gives each event its own tracker; this default holds no state
 
 
 @dataclass
@@ -32,8 +36,9 @@ class TraceIO:
     @classmethod
     def build(cls) -> TraceIO:
         with gr.Tab("Trace: export / import", id="trace"):
-            gr.Markdown("A trace holds every step's records; an imported one replays every view "
-                        "with no model loaded.")
+            gr.Markdown("A trace holds every step's records; an imported one replays every view, "
+                        "and **Step** continues its run where this server can re-run it (same pair, "
+                        "verifier and limits): the same tokens the uninterrupted run would have emitted.")
             with gr.Row():
                 export = gr.Button("Export the trace (JSON)", size="sm", elem_id="export-btn")
                 upload = gr.UploadButton("Import a trace", file_types=[".json"], size="sm", elem_id="import-btn")
@@ -66,12 +71,17 @@ def _export_dir(max_age_s: float = 3600.0) -> Path:
     return folder
 
 
-def import_trace(views: Views, session: Session | None, path: str | None) -> Out:
-    """Replay an uploaded trace: every view is drawn from its records, with no model loaded."""
+def import_trace(views: Views, session: Session | None, path: str | None, progress: gr.Progress | None = None,
+                 request: gr.Request | None = None, *, runs: RunCache | None = None,
+                 default: Controls | None = None) -> Out:
+    """Replay an uploaded trace: every view is drawn from its records; where this server can re-run the trace
+    (ui/trace_run.py) it becomes the session's live run and the control widgets show its settings, so Step
+    continues it; otherwise the status says why Step starts a new run."""
     session = session or Session()
     if not path:
         return views.draw(session)
-    return views.guarded(session, lambda: _replay(views, read_trace(path)))
+    return views.guarded(session, lambda: _import(views, session, read_trace(path), progress, request, runs,
+                                                  default or Controls().within(views.caps)))
 
 
 def read_trace(path: str) -> Trace:
@@ -84,27 +94,67 @@ def read_trace(path: str) -> Trace:
         raise ValueError(f"could not import this file: malformed trace ({type(err).__name__})") from None
 
 
-def _replay(views: Views, trace: Trace) -> Out:
-    problems = checks.trace_problems(trace)
-    if problems:
-        more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
-        raise ValueError(f"this trace's records are inconsistent and cannot be drawn: {problems[0]}{more}")
-    session = Session(trace=trace)
+def _import(views: Views, before: Session, trace: Trace, progress: gr.Progress | None,
+            request: gr.Request | None, runs: RunCache | None, default: Controls) -> Out:
+    _check_drawable(trace)
     try:
-        out = views.draw(session)
-    except (TypeError, KeyError, IndexError, AttributeError, ValueError) as err:
-        raise ValueError(f"this trace's records are inconsistent and cannot be drawn ({type(err).__name__}: "
-                         f"{shorten(str(err), 80)})") from None
-    note = (f"Imported a trace of {len(trace.steps)} steps (replay only, no model loaded). "
+        live = trace_run.continued(trace, views.caps, default, progress)
+    except ValueError as err:  # NotContinued, a pair that does not load here, a prompt that does not fit
+        return _replay_only(views, trace, str(err))
+    except Exception as err:  # noqa: BLE001 - the records still draw; Step starts a new run
+        log.exception("continuing an imported trace failed")
+        return _replay_only(views, trace, internal_error(err))
+    controls = live.configured.controls
+    session = Session(run=live.run.state, trace=live.run.trace(), controls=controls)
+    out = _drawn(views, session)
+    if runs is not None:
+        runs.evict(before.key)  # the page's earlier run is no longer its run
+    decode.keep(runs, session, live.run, request)
+    out.update(views.widgets_for(controls))
+    note = (f"Imported a trace of {len(trace.steps)} steps and re-ran them here: **Step** continues its run. "
             f"Prompt: {md(shorten(trace.prompt, 120))}")
     out[views.status] = note + "  \n" + out[views.status]
     return out
 
 
-def wire(views: Views, panel: TraceIO, runs: RunCache | None = None) -> list:
-    """Wire export and import; returns the events that change the session (import)."""
-    exporting = partial(export, runs=runs)
+def _check_drawable(trace: Trace) -> None:
+    problems = checks.trace_problems(trace)
+    if problems:
+        more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
+        raise ValueError(f"this trace's records are inconsistent and cannot be drawn: {problems[0]}{more}")
+
+
+def _drawn(views: Views, session: Session) -> Out:
+    try:
+        return views.draw(session)
+    except (TypeError, KeyError, IndexError, AttributeError, ValueError) as err:
+        raise ValueError(f"this trace's records are inconsistent and cannot be drawn ({type(err).__name__}: "
+                         f"{shorten(str(err), 80)})") from None
+
+
+def _replay_only(views: Views, trace: Trace, why: str) -> Out:
+    """The trace's steps drawn with no live run: Step starts a new run, and the status says why."""
+    out = _drawn(views, Session(trace=trace))
+    note = (f"Imported a trace of {len(trace.steps)} steps (replay only). **Step** starts a new run: this trace "
+            f"cannot be continued here: {md(shorten(why, 200))}. Prompt: {md(shorten(trace.prompt, 120))}")
+    out[views.status] = note + "  \n" + out[views.status]
+    return out
+
+
+def wire(views: Views, panel: TraceIO, runs: RunCache | None = None, default: Controls | None = None,
+         decode_queue: dict | None = None) -> list:
+    """Wire export and import; returns the events that change the session (import). The import may load the
+    trace's pair and re-run its steps: it queues with Step and Run (`decode_queue`)."""
+    def exporting(session: Session | None) -> tuple[str | None, str]:
+        return export(session, runs)
+
+    # Closure, not a partial: Gradio finds the gr.Request parameter by a plain function's type hints.
+    def importing(session: Session | None, path: str | None, request: gr.Request,
+                  progress: gr.Progress = PROGRESS) -> Out:
+        return import_trace(views, session, path, progress, request, runs=runs, default=default)
+
     panel.export.click(exporting, [views.state], [panel.file, views.status], **public("export_trace"))
     panel.legacy_export.click(exporting, [views.state], [panel.file, views.status], api_name="export")
-    return [panel.upload.upload(partial(import_trace, views), [views.state, panel.upload], views.outputs(),
-                                **public("import_trace"))]
+    outputs = [*views.outputs(), *views.controls.values()]  # widgets last: the API's first outputs stay
+    return [panel.upload.upload(importing, [views.state, panel.upload], outputs, show_progress_on=[views.status],
+                                **public("import_trace"), **(decode_queue or {}))]

@@ -20,7 +20,7 @@ import gradio as gr
 from gradio.components.plot import PlotData
 
 from ui.caps import Caps
-from ui.session import Configured, Controls, Session, configure
+from ui.session import SHAPES, Configured, Controls, Session, configure
 from viz.figure_json import drawn
 from viz.tokens import shorten
 
@@ -46,6 +46,21 @@ class Views:
     def read_controls(self, values: dict) -> Controls:
         """The control widgets' raw values in `values` (a set-input dict) -> Controls, via the boundary."""
         return Controls.from_raw(caps=self.caps, **{name: values.get(widget) for name, widget in self.controls.items()})
+
+    def widgets_for(self, controls: Controls) -> Out:
+        """The control widgets set to `controls`, the shape's and the custom pair's boxes shown or hidden as
+        ui/controls.py's change handlers show them, so the page's next Step reads back `controls` (a link
+        opened, a trace imported)."""
+        w = self.controls
+        out: Out = {w[name]: getattr(controls, name) for name in w}
+        sequences = controls.shape == SHAPES[1]
+        out[w["branching"]] = gr.update(value=controls.branching, visible=not sequences)
+        out[w["sequences"]] = gr.update(value=controls.sequences, visible=sequences)
+        out[w["depth"]] = gr.update(value=controls.depth, visible=sequences)
+        custom = controls.pair == "custom"
+        out[w["target"]] = gr.update(value=controls.target, visible=custom)
+        out[w["draft"]] = gr.update(value=controls.draft, visible=custom)
+        return out
 
     def configure(self, values: dict) -> Configured:
         """The control widgets' raw values in `values` -> Controls and DecodeConfig within this server's caps

@@ -16,6 +16,7 @@ from plotly.subplots import make_subplots
 from decoding.run.compare_schema import CompareRecord, CompareVerdict
 from viz.layout import tidy_layout
 from viz.palette import STATUS_COLORS
+from viz.tokens import plotly_escape
 
 ON_PATH, OFF_PATH, ROOT_COLOR = STATUS_COLORS["accepted"], STATUS_COLORS["unreached"], STATUS_COLORS["root"]
 TABLE_HEADERS = ["verifier", "law", "node", "token", "k", "exact acceptance", "given these drafts",
@@ -41,8 +42,9 @@ def _tree_traces(v: CompareVerdict) -> list[go.Scatter]:
         go.Scatter(x=ex, y=ey, mode="lines", line=dict(color="#cccccc", width=1), hoverinfo="skip"),
         go.Scatter(x=px, y=py, mode="lines", line=dict(color=ON_PATH, width=3), hoverinfo="skip"),
         go.Scatter(x=list(layout.x), y=list(layout.y), mode="markers+text", marker=dict(size=9, color=colors),
-                   text=[_label(t) for t in v.texts], textposition="middle right", textfont=dict(size=10),
-                   hovertext=[f"node {n}: {t!r}" for n, t in enumerate(v.texts)], hoverinfo="text"),
+                   text=[plotly_escape(_label(t)) for t in v.texts], textposition="middle right",
+                   textfont=dict(size=10), hovertext=[plotly_escape(f"node {n}: {t!r}") for n, t in enumerate(v.texts)],
+                   hoverinfo="text"),
     ]
 
 
@@ -77,7 +79,7 @@ def small_multiples(record: CompareRecord) -> go.Figure:
         row, col = divmod(i, cols)
         for trace in _tree_traces(v):
             fig.add_trace(trace, row=row + 1, col=col + 1)
-        emitted = " ".join(_label(t) for t in v.emitted_texts)
+        emitted = " ".join(plotly_escape(_label(t)) for t in v.emitted_texts)  # inside plotly's pseudo-HTML
         axis = "" if i == 0 else str(i + 1)
         fig.add_annotation(text=f"emits: <b>{emitted}</b>", xref=f"x{axis} domain", yref=f"y{axis} domain",
                            x=0.5, y=-0.1, showarrow=False, font=dict(size=11))

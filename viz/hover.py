@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import html
-
 from decoding.run.schema import EmittedRecord, NodeRecord, StepRecord, TestRecord, VisitRecord
 from viz.lookup import ratio, tests_of_child, token_p, visit_at
 from viz.palette import ORIGIN_NAMES, STATUS_NAMES
-from viz.tokens import label
+from viz.tokens import label, plotly_escape
 
 
 def fmt(x: float | None, digits: int = 4) -> str:
@@ -29,7 +27,7 @@ def node_hover(step: StepRecord, node: NodeRecord) -> str:
 
 def test_line(test: TestRecord) -> str:
     verdict = "passed" if test.passed else "failed"
-    return (f"test #{test.candidate + 1} at parent: {html.escape(test.label)} = "
+    return (f"test #{test.candidate + 1} at parent: {plotly_escape(test.label)} = "
             f"{fmt(test.numerator)}/{fmt(test.denominator)}"
             f" → threshold {fmt(test.threshold)}, u = {fmt(test.uniform)}: {verdict}")
 

@@ -3,7 +3,6 @@ update, and the table of the tests made there in order."""
 
 from __future__ import annotations
 
-import html
 import math
 
 import plotly.graph_objects as go
@@ -12,7 +11,7 @@ from decoding.run.schema import NodeRecord, StepRecord, TokenProb, UpdateRecord,
 from viz.hover import alpha_text, fmt
 from viz.lookup import visit_at
 from viz.palette import P_COLOR, Q_COLOR, RESIDUAL_COLOR
-from viz.tokens import label, shorten, unique_labels, visible
+from viz.tokens import label, plotly_escape, shorten, unique_labels, visible
 from viz.tree_story import story_rows
 
 TEST_HEADERS = ("event", "candidate", "token", "numerator", "denominator", "threshold", "uniform u",
@@ -121,7 +120,7 @@ def _residuals(visit: VisitRecord, tokens: list[TokenProb], names: list[str]) ->
             type="bar", x=names, y=[mass.get(t.token, 0.0) for t in tokens],
             name=f"residual after test {update.after_test + 1}",
             marker={"color": RESIDUAL_COLOR, "opacity": 0.35 + 0.65 * (i + 1) / n},
-            hovertext=html.escape(update.note), xaxis="x2", yaxis="y2"))
+            hovertext=plotly_escape(update.note), xaxis="x2", yaxis="y2"))
     return traces
 
 

@@ -1,8 +1,8 @@
 """The speed view's figure and table: why a draft shape is fast or slow on THIS machine (ui/speed.py).
 
 Pure: plain numbers in (a `SpeedFacts`), a plotly figure and markdown out; no torch, no gradio. Three panels:
-the cost of a target forward over N rows relative to one row (before and after this machine's few-row
-product plan) with the draft's cost per level; the expected tokens per step of each candidate shape (exact,
+the cost of a target forward over N rows relative to one row (before and after this machine's product
+plan) with the draft's cost per level; the expected tokens per step of each candidate shape (exact,
 from this run's p and q); the predicted speed-up of each shape over the target alone, with the speed-up the
 run measured for its own shape.
 """
@@ -22,10 +22,13 @@ EXPLAIN = (
     "forward costs about what a one-token forward costs, so every accepted draft token is nearly free. On a "
     "GPU that holds: one token leaves the chip idle while the weights stream in, and 8 or 64 rows reuse the "
     "same weight reads (a flat curve on the left), so a deep tree wins. On a CPU the few-row product is "
-    "often dearer per row than it should be (the BLAS re-packs the weights for each small product), so 3 "
+    "often dearer per row than it should be (MKL's BLAS re-packs the weights for each small product), so 3 "
     "rows can cost twice one row; then each drafted token must be accepted often enough to pay for its row "
-    "and its draft forward, and when it is not, the fastest choice is no draft at all. The chooser does "
-    "this arithmetic with this machine's measured costs and this run's exact acceptance."
+    "and its draft forward, and when it is not, the fastest choice is no draft at all. So the calibration "
+    "times each way of multiplying this torch build has (MKL, oneDNN on weights laid out once, numpy's "
+    "BLAS) and keeps the fastest per row count: where one of them reads the weights once for a few rows, "
+    "the CPU's curve turns flat like a GPU's. The chooser then does the arithmetic with this machine's "
+    "measured costs and this run's exact acceptance."
 )
 
 
@@ -65,8 +68,8 @@ def figure(facts: SpeedFacts, top: int = 10) -> go.Figure:
                                         "predicted speed-up over the target alone"))
     one = facts.planned[0][1] or 1.0
     rows = [str(n) for n, _ in facts.planned]
-    fig.add_bar(x=rows, y=[ms / (facts.stock[0][1] or 1.0) for _, ms in facts.stock], name="stock products",
-                marker_color=RESIDUAL_COLOR, row=1, col=1)
+    fig.add_bar(x=[str(n) for n, _ in facts.stock], y=[ms / (facts.stock[0][1] or 1.0) for _, ms in facts.stock],
+                name="stock products", marker_color=RESIDUAL_COLOR, row=1, col=1)  # timed at fewer sizes
     fig.add_bar(x=rows, y=[ms / one for _, ms in facts.planned], name="with this machine's plan",
                 marker_color=P_COLOR, row=1, col=1)
     fig.add_bar(x=[f"draft {n}" for n, _ in facts.draft], y=[ms / one for _, ms in facts.draft],
@@ -79,6 +82,7 @@ def figure(facts: SpeedFacts, top: int = 10) -> go.Figure:
                 marker_color=[P_COLOR if s.speedup > 1 else RESIDUAL_COLOR for s in shown])
     fig.add_hline(y=1.0, line_dash="dot", row=1, col=3)
     fig.update_yaxes(type="log", row=1, col=1)  # a GPU's flat curve and a CPU's steep one on one scale
+    fig.update_xaxes(categoryorder="array", categoryarray=rows + [f"draft {n}" for n, _ in facts.draft], row=1, col=1)
     if facts.run_measured is not None and facts.run_label:
         fig.add_scatter(x=[f"{facts.run_label} (this run)"], y=[facts.run_measured], mode="markers",
                         name="this run, measured",
@@ -90,7 +94,7 @@ def figure(facts: SpeedFacts, top: int = 10) -> go.Figure:
 
 def summary_markdown(facts: SpeedFacts, top: int = 10) -> str:
     lines = [f"**On {facts.machine}.** {facts.chosen}", "",
-             f"Few-row product: {facts.plan}. Draft: "
+             f"Products: {facts.plan}. Draft: "
              + ", ".join(f"{ms:.1f} ms a level over {n} row{'s' * (n > 1)}" for n, ms in facts.draft)
              + f"; the rest of a step {facts.overhead_ms:.1f} ms. "
              + (f"Acceptance from {facts.nodes} visited nodes of this run (exact, from their p and q)."

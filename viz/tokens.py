@@ -33,17 +33,29 @@ def shorten(text: str, limit: int = MAX_LABEL) -> str:
 
 
 def label(text: str, limit: int = MAX_LABEL) -> str:
-    """Visible, shortened and HTML-escaped: safe inside plotly text and hover labels."""
-    return html.escape(shorten(visible(text), limit))
+    """Visible, shortened and escaped for plotly text and hover labels (`plotly_escape`)."""
+    return plotly_escape(shorten(visible(text), limit))
 
 
-MARKDOWN = re.compile(r"[\\`*_{}\[\]()#+!|~>-]")
+# Quotes as numeric entities: plotly's text renderer decodes numeric entities and only eight named ones
+# (mu, amp, lt, gt, nbsp, times, plusmn, deg), so html.escape's "&quot;" was drawn as "&quot;" literally.
+QUOTES = str.maketrans({'"': "&#34;", "'": "&#39;"})
+
+
+def plotly_escape(text: str) -> str:
+    """HTML-escaped with entities plotly decodes: & < > named, quotes numeric. Inert as plotly's pseudo-HTML
+    and inside an HTML attribute alike, and plotly draws the text as it is."""
+    return html.escape(text, quote=False).translate(QUOTES)
+
+
+HTML_OR_MARKDOWN = re.compile(r"[&<>\"'\\`*_{}\[\]()#+!|~-]")
 
 
 def html_text(text: str) -> str:
-    """HTML-escaped, with Markdown punctuation as numeric entities: inert in an HTML container and in
-    a Markdown one that passes HTML through (gr.Markdown), and it reads the same."""
-    return MARKDOWN.sub(lambda m: f"&#{ord(m.group())};", html.escape(text, quote=True))
+    """HTML special characters and Markdown punctuation as numeric entities, in ONE pass: inert in an HTML
+    container and in a Markdown one that passes HTML through (gr.Markdown), and it reads the same. (Two passes,
+    html.escape then the Markdown one, escaped the '#' of the apostrophe's "&#x27;": the page showed it.)"""
+    return HTML_OR_MARKDOWN.sub(lambda m: f"&#{ord(m.group())};", text)
 
 
 def unique_labels(labels: list[str], keys: list[int]) -> list[str]:

@@ -7,7 +7,6 @@ the emitted kind (residual / bonus). Tests read the statuses back from there.
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass, replace
 
 import plotly.graph_objects as go
@@ -25,7 +24,7 @@ from viz.palette import (
     STATUS_COLORS,
     STATUS_NAMES,
 )
-from viz.tokens import label
+from viz.tokens import label, plotly_escape
 
 CATEGORIES = (ROOT, ACCEPTED, REJECTED, UNREACHED, RESIDUAL, BONUS)
 SYMBOLS = {ROOT: "square", ACCEPTED: "circle", REJECTED: "x", UNREACHED: "circle-open",
@@ -130,7 +129,7 @@ def _layout(step: StepRecord, points: list[Point], title: str | None) -> dict:
 
 def default_title(step: StepRecord) -> str:
     expected = "" if step.expected_tokens is None else f" (expected {step.expected_tokens:.2f})"
-    return (f"step {step.index + 1} · {html.escape(step.verifier)} · {len(step.nodes) - 1} drafted nodes · "
+    return (f"step {step.index + 1} · {plotly_escape(step.verifier)} · {len(step.nodes) - 1} drafted nodes · "
             f"{step.n_emitted} token{'' if step.n_emitted == 1 else 's'} emitted{expected}")
 
 

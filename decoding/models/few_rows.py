@@ -1,20 +1,23 @@
-"""Few-row products of the target's lm_head, by the method this machine does fastest (a per-row-count plan).
+"""The lean target's products (every projection and the lm_head), by the method this machine does fastest
+for each row count (a per-row-count plan).
 
-Why: a verify multiplies a few rows (the tree's nodes) by the [V, hidden] lm_head, the widest product of the
-forward (49152 x 576, 113 MB float32 for SmolLM2-135M). What that costs depends on the BLAS and the CPU far
-more than on the arithmetic: on one 2-core AMD EPYC VM, one thread, MKL's F.linear took 12.6 / 29.5 / 44.3 ms
-for 1 / 2 / 3 rows where numpy's OpenBLAS took 4.6 / 11.7 / 11.1 ms (issue 26; docs/speed.md). So the method
-is measured on the machine (decoding/speed/products.py) and chosen per row count; p stays the target's:
-every method computes the same product up to float rounding (tests/models/test_few_rows.py).
+Why: a verify multiplies a few rows (the tree's nodes) by every weight of the model. What that costs depends
+on the BLAS and the CPU far more than on the arithmetic: on one 2-core AMD EPYC VM, MKL's F.linear took 12.6 /
+29.5 / 44.3 ms for 1 / 2 / 3 rows of the lm_head (49152 x 576) where numpy's OpenBLAS took 4.6 / 11.7 / 11.1
+ms, and oneDNN's linear on a weight reordered once took 4.6 / 5.6 / 3.4 ms (docs/speed.md, "Few-row
+products").
+So the method is measured on the machine (decoding/speed/products.py) and chosen per row count; p stays the
+target's: every method computes the same product up to float rounding (tests/models/test_few_rows.py).
 
-`PRODUCTS` is the registry of methods; `PlannedProjection` wraps the lean target's head with a plan
-{rows: method}; rows without an entry (and non-float32 or non-CPU input) take the wrapped projection.
+`PRODUCTS` is the registry of methods (each says whether this torch build has it); `PlannedProjection`
+wraps one projection with a plan {rows: method}; rows without an entry (and non-float32 or non-CPU input)
+take the wrapped projection. `apply_plan` puts one plan on every product of a lean target.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 import torch
@@ -22,12 +25,14 @@ import torch
 from decoding.models.packed_linear import PackedProjection
 
 SPLITS = 4  # column blocks of the split product
+ONEDNN_ROWS_HINT = 8  # the row count oneDNN reorders a weight for; one reordered copy serves every row count
 
 
 @dataclass(frozen=True)
 class Product:
     about: str
     run: Callable[[PlannedProjection, torch.Tensor], torch.Tensor]  # (projection, x [M, in]) -> [M, out]
+    available: Callable[[], bool] = lambda: True  # whether this torch build can run it
 
 
 def _stock(proj: PlannedProjection, x: torch.Tensor) -> torch.Tensor:
@@ -45,11 +50,41 @@ def _split(proj: PlannedProjection, x: torch.Tensor) -> torch.Tensor:
     return out if proj.bias is None else out + proj.bias
 
 
+def onednn_available() -> bool:
+    ops = getattr(torch.ops, "mkldnn", None)
+    return bool(torch.backends.mkldnn.is_available()) and all(
+        hasattr(ops, name) for name in ("_reorder_linear_weight", "_linear_pointwise"))
+
+
+def _onednn(proj: PlannedProjection, x: torch.Tensor) -> torch.Tensor:
+    return torch.ops.mkldnn._linear_pointwise(x.contiguous(), onednn_weight(proj.inner), proj.bias,
+                                              "none", [], "")  # [M, out]
+
+
+def onednn_weight(inner: PackedProjection) -> torch.Tensor:
+    """The weight reordered once for oneDNN's GEMM (a second copy of it, the size of the weight), kept on the
+    wrapped projection so that every plan using it shares one copy."""
+    with inner.lock:
+        packed = getattr(inner, "onednn_packed", None)
+        if packed is None:
+            with torch.inference_mode():
+                packed = torch.ops.mkldnn._reorder_linear_weight(inner.weight.detach(), ONEDNN_ROWS_HINT)
+            inner.onednn_packed = packed
+        return packed
+
+
 PRODUCTS: dict[str, Product] = {
     "stock": Product("F.linear (MKL); MKL's pre-packed GEMM from 4 rows inside a tree forward", _stock),
+    "onednn": Product("oneDNN's linear on a weight reordered once (torch's mkldnn build)", _onednn,
+                      onednn_available),
     "numpy": Product("numpy's matmul (its BLAS, OpenBLAS in the wheels) on a transposed copy of the weight", _numpy),
     "split": Product(f"F.linear over {SPLITS} column blocks of the weight, concatenated", _split),
 }
+
+
+def available_products() -> tuple[str, ...]:
+    """The PRODUCTS keys this torch build runs, stock first."""
+    return tuple(name for name, product in PRODUCTS.items() if product.available())
 
 
 class PlannedProjection:
@@ -59,6 +94,9 @@ class PlannedProjection:
         unknown = sorted(set(plan.values()) - set(PRODUCTS))
         if unknown:
             raise ValueError(f"unknown product method(s) {unknown}; known: {', '.join(PRODUCTS)}")
+        missing = sorted(set(plan.values()) - set(available_products()))
+        if missing:
+            raise ValueError(f"product method(s) {missing} need what this torch build lacks")
         self.inner, self.plan = inner, dict(plan)
         self.weight, self.bias = inner.weight, inner.bias  # [out, in], [out] or None
         self._transposed: np.ndarray | None = None
@@ -78,14 +116,33 @@ class PlannedProjection:
         return out.reshape(*x.shape[:-1], self.weight.shape[0])
 
 
+def unwrapped(product) -> PackedProjection:
+    """A lean product without its plan."""
+    return product.inner if isinstance(product, PlannedProjection) else product
+
+
 def head_of(lean) -> PackedProjection:
     """The lean target's own head projection, unwrapped."""
-    head = lean.head
-    return head.inner if isinstance(head, PlannedProjection) else head
+    return unwrapped(lean.head)
+
+
+def _planned(product, plan: dict[int, str]):
+    inner = unwrapped(product)
+    return PlannedProjection(inner, plan) if any(m != "stock" for m in plan.values()) else inner
 
 
 def apply_plan(lean, plan: dict[int, str]) -> None:
-    """Route the lean target's head through `plan` (an empty plan restores the stock head). The model's own
-    lm_head (what transformers' generate() runs) is left alone."""
-    inner = head_of(lean)
-    lean.head = PlannedProjection(inner, plan) if any(m != "stock" for m in plan.values()) else inner
+    """Route every product of the lean target (each layer's projections and the head) through `plan`; an empty
+    plan restores the stock products. The model's own modules (what transformers' generate() runs) are left
+    alone."""
+    lean.head = _planned(lean.head, plan)
+    for layer in lean.lean_layers:
+        for field in fields(layer):
+            value = getattr(layer, field.name)
+            if isinstance(value, PackedProjection | PlannedProjection):
+                setattr(layer, field.name, _planned(value, plan))
+
+
+def plan_of(lean) -> dict[int, str]:
+    """The plan on the lean target's head (apply_plan puts the same one on every product); {} when stock."""
+    return dict(lean.head.plan) if isinstance(lean.head, PlannedProjection) else {}

@@ -2,14 +2,15 @@
 
 What is timed, with the threads in use (a few seconds once the pair is loaded; cached per machine and
 pair, machine.py, as a small JSON; `force` redoes it):
-- the lm_head's few-row product by every method of models/few_rows.PRODUCTS for 1..8 rows; the plan takes
-  the fastest per row count (products.py);
-- the target forward for 1..N rows (a chain fed on a cached context and committed, as a step does), with
-  the plan and without it (the curve before and after);
+- the target forward for PLAN_ROWS rows with every product method of models/few_rows.PRODUCTS this torch
+  build has, on every product of the lean target; the plan takes the fastest per row count (products.py);
+- the target forward for 1..32 rows (a chain fed on a cached context and committed, as a step does) with
+  the plan (the curve after; the curve before is the stock method's at PLAN_ROWS);
 - the draft, per level, and the rest of a step (warp, verify, commit), from real engine steps;
 - the acceptance (acceptance.py) from those steps' own p and q rows: chains at T = 0, chains and trees of
   width 2 at T = 0.8 (a level of k > 1 candidates at T = 0 accepts no more than one).
-The prompts are CALIBRATION_PROMPTS, none of the bench's, the head's training or validation prompts.
+The prompts are CALIBRATION_PROMPTS: neither they nor their topics are in the bench's, the head's training or
+validation prompts (a topic the head was trained on would make the acceptance look better than a user's).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from decoding.models.few_rows import apply_plan
+from decoding.models.few_rows import apply_plan, available_products
 from decoding.models.target import score_tree
 from decoding.run import engine
 from decoding.run.config import Branching, DecodeConfig
@@ -32,12 +33,14 @@ from decoding.speed import acceptance, machine, products
 from decoding.speed.chooser import AcceptanceTable
 from decoding.verify.tree import DraftTree
 
-CALIBRATION_VERSION = 1
-ROWS = (1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32)  # target forward sizes timed (a chain of 8 is 9 rows)
+CALIBRATION_VERSION = 2  # 2: the plan covers every product and is chosen from whole forwards
+ROWS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)  # target forward sizes timed (a chain of 8 is 9 rows)
+PLAN_ROWS = (1, 2, 4, 8, 16)  # sizes every product method is timed at
+DROP = 2.0  # a method this many times slower than the fastest at a size is timed no further
 TEMPERATURES = (0.0, 0.8)
 CALIBRATION_PROMPTS = (
-    "List three things a bicycle needs to be safe at night.",
-    "Write a short Python function that returns the largest of three numbers.",
+    "Explain how to fold a paper crane, step by step.",
+    "Write a Python function that returns the initials of a full name.",
 )
 PROMPTS_BY_KIND = {"toy": ("the cat", "a big dog")}  # pairs whose vocabulary cannot say the prompts above
 Progress = Callable[[str], None]
@@ -52,8 +55,8 @@ class Calibration:
     key: dict
     costs: StepCosts  # with the chosen product plan
     stock_costs: StepCosts  # the same target forwards without it (the curve before)
-    plan: dict[int, str]  # rows -> few_rows.PRODUCTS key, for the lean target's head
-    products: dict[int, dict[str, float]]  # rows -> method -> median ms of one lm_head product
+    plan: dict[int, str]  # rows -> few_rows.PRODUCTS key, for every product of the lean target
+    products: dict[int, dict[str, float]]  # rows -> method -> median ms of one target forward (PLAN_ROWS)
     acceptance: dict[float, AcceptanceTable]  # temperature -> table
     seconds: float  # how long the calibration took (the pair already loaded)
     when: str = ""
@@ -64,7 +67,8 @@ class Calibration:
             "version": CALIBRATION_VERSION, "key": self.key, "when": self.when, "seconds": round(self.seconds, 2),
             "costs": self.costs.to_dict(), "stock_costs": self.stock_costs.to_dict(),
             "plan": {str(r): m for r, m in sorted(self.plan.items())},
-            "products_ms": {str(r): {m: round(ms, 3) for m, ms in v.items()} for r, v in sorted(self.products.items())},
+            "forward_ms_by_method": {str(r): {m: round(ms, 3) for m, ms in v.items()}
+                                     for r, v in sorted(self.products.items())},
             "acceptance": {str(t): a.to_dict() for t, a in sorted(self.acceptance.items())},
             "notes": list(self.notes),
         }, indent=1)
@@ -78,7 +82,7 @@ class Calibration:
             key=dict(d["key"]), costs=StepCosts.from_dict(d["costs"]),
             stock_costs=StepCosts.from_dict(d["stock_costs"]),
             plan={int(r): str(m) for r, m in d["plan"].items()},
-            products={int(r): {str(m): float(ms) for m, ms in v.items()} for r, v in d["products_ms"].items()},
+            products={int(r): {str(m): float(ms) for m, ms in v.items()} for r, v in d["forward_ms_by_method"].items()},
             acceptance={float(t): AcceptanceTable.from_dict(a) for t, a in d["acceptance"].items()},
             seconds=float(d["seconds"]), when=str(d.get("when", "")), notes=tuple(d.get("notes", ())),
         )
@@ -132,68 +136,95 @@ def lean_target_of(pair):
 def measure(pair, key: dict, progress: Progress) -> Calibration:
     t0 = time.perf_counter()
     lean, notes = lean_target_of(pair), []
-    plan, product_ms = {}, {}
-    if lean is not None and lean.device.type == "cpu":
-        progress("timing the lm_head's few-row products")
-        product_ms = products.measure(lean, rows=tuple(range(1, 9)))
-        plan = products.choose(product_ms)
-    else:
-        notes.append("no lean CPU target: the stock products only")
     prompts = prompts_for(key["pair"])
     prompt_ids = engine.encode(pair, DecodeConfig(), prompts[0])
-    progress("timing target forwards of 1..32 rows, with and without the plan")
-    heads = {}
-    if lean is not None:
-        apply_plan(lean, plan)
-        heads = {"planned": lean.head}
-        apply_plan(lean, {})
-        heads["stock"] = lean.head
-    curves = target_curves(pair, prompt_ids, heads)
-    if lean is not None:
-        lean.head = heads["planned"]  # the plan stays on
-    stock = curves["stock"]
-    planned = curves.get("planned", stock)
+    plan, forward_ms = {}, {}
+    if lean is not None and lean.device.type == "cpu":
+        methods = available_products()
+        progress(f"timing the target forward with each product method ({', '.join(methods)})")
+        forward_ms = method_table(pair, prompt_ids, methods)
+        plan = products.expand(products.choose(forward_ms), PLAN_ROWS)
+    else:
+        notes.append("no lean CPU target: the stock products only")
+    progress("timing target forwards of 1..32 rows with the plan")
+    planned = target_curves(pair, prompt_ids, {"planned": plan} if lean is not None else {})
+    planned = planned.get("planned") or planned["stock"]  # the plan stays on
+    stock = tuple((n, by["stock"]) for n, by in sorted(forward_ms.items())) or planned  # the curve before
     progress("drafted steps: draft cost, step overhead and acceptance")
     draft, overhead, tables = steps_and_acceptance(pair, prompts)
     costs = StepCosts(planned, draft, overhead)
-    return Calibration(key, costs, StepCosts(stock, draft, overhead), plan, product_ms, tables,
+    return Calibration(key, costs, StepCosts(stock, draft, overhead), plan, forward_ms, tables,
                        round(time.perf_counter() - t0, 2), time.strftime("%Y-%m-%d %H:%M:%S"), tuple(notes))
 
 
-def target_curves(pair, prompt_ids: list[int], heads: dict[str, object], rows: tuple[int, ...] | None = None,
-                  repeats: int = 3) -> dict[str, tuple[tuple[int, float], ...]]:
+def target_curves(pair, prompt_ids: list[int], plans: dict[str, dict[int, str]], rows: tuple[int, ...] | None = None,
+                  repeats: int = 5) -> dict[str, tuple[tuple[int, float], ...]]:
     """name -> (rows, median ms) of one target forward over a chain of `rows` nodes on a cached context, each
-    followed by the commit a step makes (root kept), with each of `heads` (the lean target's head objects;
-    {} for a pair without one) alternating call by call, so a busy machine slows them alike. One size at a
-    time, after one untimed call each: a run repeats one tree size, and MKL's packed products keep only a few
-    row buckets packed (packed_linear.py), so interleaving sizes would time the repacking no run pays."""
-    rows = rows or ROWS
-    lean = lean_target_of(pair)
-    variants = heads or {"stock": None}
-    target = pair.target_session()
-    context = list(prompt_ids)
-    target.start(context)
+    followed by the commit a step makes (root kept), with each of `plans` (product plans put on the lean
+    target; {} for a pair without one: its forward as it is) alternating call by call, so a busy machine slows
+    them alike. One size at a time, after one untimed call each: a run repeats one tree size, and MKL's packed
+    products keep only a few row buckets packed (packed_linear.py), so interleaving sizes would time the
+    repacking no run pays."""
+    variants = plans or {"stock": None}
+    forward = _Forwards(pair, prompt_ids)
     curves: dict[str, list] = {name: [] for name in variants}
-    for n in rows:
+    for n in rows or ROWS:
         times: dict[str, list[float]] = {name: [] for name in variants}
         for i in range(repeats + 1):
-            for name, head in variants.items():
-                if head is not None:
-                    lean.head = head
-                tree = DraftTree.root(context[-1])
-                for j in range(n - 1):
-                    tree = tree.add_draws(j, [prompt_ids[j % len(prompt_ids)]], merge=False)  # valid ids
-                start = time.perf_counter()
-                with torch.inference_mode():
-                    score_tree(target, tree)  # [n, V]
+            for name, plan in variants.items():
+                ms = forward(n, plan)
                 if i:
-                    times[name].append(1000 * (time.perf_counter() - start))
-                token = context[-2] if len(context) > 1 else context[-1]
-                target.commit([0], token, tree)
-                context.append(token)
+                    times[name].append(ms)
         for name in variants:
             curves[name].append((n, statistics.median(times[name])))
     return {name: tuple(c) for name, c in curves.items()}
+
+
+def method_table(pair, prompt_ids: list[int], methods: tuple[str, ...], rows: tuple[int, ...] = PLAN_ROWS,
+                 repeats: int = 2) -> dict[int, dict[str, float]]:
+    """rows -> method -> median ms of the target forward with `method` on every product (as target_curves
+    times it). A method whose first timed forward costs more than DROP x the fastest one's at that size is not
+    timed further, at that size or any larger one (it cannot be chosen; on a 2-core VM numpy's forward took
+    0.8 s against 40 ms, and timing it everywhere would be most of the calibration). Stock is always timed."""
+    forward = _Forwards(pair, prompt_ids)
+    alive, table = list(methods), {}
+    for n in rows:
+        times: dict[str, list[float]] = {m: [] for m in alive}
+        for i in range(repeats + 1):
+            for m in list(alive):
+                ms = forward(n, products.uniform(m))
+                if i:
+                    times[m].append(ms)
+            if i == 1:  # after the first timed round: drop the hopeless
+                best = min(times[m][0] for m in alive)
+                alive = [m for m in alive if m == "stock" or times[m][0] <= DROP * best]
+        table[n] = {m: statistics.median(ms) for m, ms in times.items() if ms}
+    return table
+
+
+class _Forwards:
+    """Timed target forwards over chains of n nodes on one growing cached context (each committed as a step
+    commits it), with a product plan put on the lean target first (None: the pair's forward as it is)."""
+
+    def __init__(self, pair, prompt_ids: list[int]) -> None:
+        self.lean, self.target, self.ids = lean_target_of(pair), pair.target_session(), list(prompt_ids)
+        self.context = list(prompt_ids)
+        self.target.start(self.context)
+
+    def __call__(self, n: int, plan: dict[int, str] | None) -> float:
+        if plan is not None and self.lean is not None:
+            apply_plan(self.lean, plan)
+        tree = DraftTree.root(self.context[-1])
+        for j in range(n - 1):
+            tree = tree.add_draws(j, [self.ids[j % len(self.ids)]], merge=False)  # valid ids
+        start = time.perf_counter()
+        with torch.inference_mode():
+            score_tree(self.target, tree)  # [n, V]
+        ms = 1000 * (time.perf_counter() - start)
+        token = self.context[-2] if len(self.context) > 1 else self.context[-1]
+        self.target.commit([0], token, tree)
+        self.context.append(token)
+        return ms
 
 
 def _run_steps(pair, config: DecodeConfig, prompt: str) -> tuple[list, list[acceptance.Row]]:
@@ -222,7 +253,7 @@ def steps_and_acceptance(pair, prompts: tuple[str, ...], new_tokens: int = 24
             for wall, r in steps[1:]:  # the first step pays the prompt's prefill
                 if r.draft_forwards:
                     per_level.append(r.draft_ms / r.draft_forwards)
-                overhead.append(max(0.0, wall - r.draft_ms - r.target_ms))
+                overhead.append(max(0.0, wall - r.draft_ms - r.target_ms - r.record_ms))  # a record=False run's
         widths = (1,) if temperature == 0 else (1, 2)
         tables[temperature] = acceptance.table_from_rows(rows, widths)
     wide = DecodeConfig(verifier="rrs_wor", shape=Branching((4, 1)), max_new_tokens=8, temperature=0.8, seed=0)

@@ -1,6 +1,6 @@
 """What identifies a machine for speed (a calibration measured here holds only here), and its cache file.
 
-The key: the CPU model (or the GPU's name), the torch build (version, MKL, CUDA), the threads torch uses and
+The key: the CPU model (or the GPU's name), the torch build (version, MKL, oneDNN, CUDA), the threads torch uses and
 the pair. Any change makes a new key and so a new calibration; the file is a small JSON in the specscope
 cache dir (SPECSCOPE_CACHE, else $XDG_CACHE_HOME/specscope, else ~/.cache/specscope), under speed/.
 """
@@ -42,6 +42,7 @@ def machine_key(pair_kind: str, device: str = "cpu", threads: int | None = None)
         "model": device_name(device),
         "torch": torch.__version__,
         "mkl": bool(torch.backends.mkl.is_available()),
+        "mkldnn": bool(torch.backends.mkldnn.is_available()),
         "cuda": torch.version.cuda or "",
         "threads": int(threads if threads is not None else torch.get_num_threads()),
         "pair": pair_kind,

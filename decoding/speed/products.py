@@ -1,48 +1,55 @@
-"""Measure the lm_head's few-row product by every method (models/few_rows.PRODUCTS) and choose per row count.
+"""Choose the lean target's product method per row count (models/few_rows.PRODUCTS) from whole forwards timed here.
 
-Each method runs the real head weight on random rows, methods interleaved call by call (a busy machine slows
-them alike), medians kept. A method other than the stock one is chosen for a row count only when it is at
-least MARGIN faster: a noisy machine should not trade the stock product for a tie.
+Why whole forwards and not one product alone: a method's cost in a forward is not its cost alone. numpy's
+OpenBLAS keeps its own threads spinning after a product, and they fight torch's threads for the cores in the
+attention that follows (on a 2-core AMD EPYC VM its products were the fastest alone and its forward 4x the
+slowest); a reordered weight is a second copy that competes for the cache. So calibrate.py times the target
+forward with each method on every product (`uniform`), and this module keeps, per row count, the fastest
+method that beats stock by MARGIN (a noisy machine should not trade the stock product for a tie), then
+extends the choice to every row count up to PLAN_ROWS_MAX (`expand`: a row count takes the choice of the
+largest measured size at or below it).
 """
 
 from __future__ import annotations
 
-import statistics
-import time
-
-import torch
-
-from decoding.models.few_rows import PRODUCTS, PlannedProjection, head_of
-
 MARGIN = 0.10  # a method must beat stock by 10 % to be chosen
+PLAN_ROWS_MAX = 64  # the largest tree forward the plan covers (the packed buckets' largest)
 
 
-def measure(lean, rows: tuple[int, ...] = tuple(range(1, 9)), repeats: int = 5) -> dict[int, dict[str, float]]:
-    """rows -> method -> median ms of one product of the lean target's head."""
-    head = head_of(lean)
-    hidden = head.weight.shape[1]
-    methods = {name: PlannedProjection(head, {n: name for n in rows}) for name in PRODUCTS}
-    out: dict[int, dict[str, float]] = {}
-    gen = torch.Generator().manual_seed(0)
-    with torch.inference_mode():
-        for n in rows:
-            x = torch.randn(1, n, hidden, generator=gen)  # [1, n, hidden], as the forward passes it
-            times: dict[str, list[float]] = {name: [] for name in methods}
-            for round_ in range(repeats + 1):
-                for name, proj in methods.items():
-                    start = time.perf_counter()
-                    proj(x)
-                    if round_:  # the first round warms up (and makes numpy's transposed copy)
-                        times[name].append(1000 * (time.perf_counter() - start))
-            out[n] = {name: statistics.median(ms) for name, ms in times.items()}
-    return out
+def uniform(method: str) -> dict[int, str]:
+    """A plan that runs `method` at every row count."""
+    return {n: method for n in range(1, PLAN_ROWS_MAX + 1)}
 
 
-def choose(product_ms: dict[int, dict[str, float]], margin: float = MARGIN) -> dict[int, str]:
+def choose(forward_ms: dict[int, dict[str, float]], margin: float = MARGIN) -> dict[int, str]:
     """rows -> the fastest method, kept only where it beats stock by `margin` (rows left out stay stock)."""
     plan = {}
-    for n, by_method in product_ms.items():
+    for n, by_method in forward_ms.items():
         best = min(by_method, key=by_method.get)
         if best != "stock" and by_method[best] < (1 - margin) * by_method["stock"]:
             plan[n] = best
     return plan
+
+
+def expand(chosen: dict[int, str], measured: tuple[int, ...], up_to: int = PLAN_ROWS_MAX) -> dict[int, str]:
+    """The plan for every row count 1..up_to: each takes the choice made at the largest measured size <= it
+    (stock where that size kept stock); sizes below the smallest measured take its choice."""
+    sizes = sorted(measured)
+    plan = {}
+    for n in range(1, up_to + 1):
+        at = max((s for s in sizes if s <= n), default=sizes[0])
+        if chosen.get(at, "stock") != "stock":
+            plan[n] = chosen[at]
+    return plan
+
+
+def describe(plan: dict[int, str], up_to: int = PLAN_ROWS_MAX) -> str:
+    """The plan in words, as row ranges: 'onednn for 1-64 rows', 'numpy for 1 row; stock for 2-64 rows'."""
+    runs: list[tuple[int, int, str]] = []
+    for n in range(1, up_to + 1):
+        method = plan.get(n, "stock")
+        if runs and runs[-1][2] == method:
+            runs[-1] = (runs[-1][0], n, method)
+        else:
+            runs.append((n, n, method))
+    return "; ".join(f"{m} for {a} row{'s' * (a > 1)}" if a == b else f"{m} for {a}-{b} rows" for a, b, m in runs)

@@ -56,3 +56,25 @@ def test_viz_compare_imports_no_torch() -> None:
     code = "import sys, viz.compare; print([m for m in ('torch', 'gradio') if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_token_text_in_the_compare_figure_is_text_not_markup() -> None:
+    """A token such as '<b>' or 'say "hi"' is drawn as written: escaped for plotly's pseudo-HTML in node labels,
+    hovers and the 'emits' line (it was put there raw)."""
+    from dataclasses import replace
+
+    from tests.viz.test_escaping import plotly_shows
+
+    record = _record()
+    hostile = "<b>x\"y"
+    verdicts = tuple(replace(v, texts=tuple(hostile for _ in v.texts), emitted_texts=(hostile,))
+                     for v in record.verdicts)
+    fig = vc.small_multiples(replace(record, verdicts=verdicts))
+    labels = [t for trace in fig.data if trace.text is not None for t in trace.text]
+    hovers = [h for trace in fig.data if trace.hovertext is not None for h in trace.hovertext]
+    emits = [a.text for a in fig.layout.annotations if a.text.startswith("emits")]
+    assert labels and hovers and emits
+    for s in labels + hovers + [e.replace("<b>", "", 1).replace("</b>", "") for e in emits]:
+        assert "<" not in s, s
+    assert all(plotly_shows(s) == vc._label(hostile) for s in labels)
+    assert all(hostile[:4] in plotly_shows(e) for e in emits)

@@ -1,5 +1,6 @@
 """Few-row product methods (models/few_rows.py): each computes the stock product up to float rounding, so p
-stays the target's; a plan on the lean target gives transformers' logits; the plan chooser keeps stock on a tie."""
+stays the target's; a plan on every product of the lean target gives transformers' logits; the plan chooser
+keeps stock on a tie and extends its choice to every row count."""
 
 from __future__ import annotations
 
@@ -39,15 +40,33 @@ def test_every_method_is_the_stock_product(method, bias):
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("method", ["numpy", "split"])
+@pytest.mark.parametrize("method", sorted(set(few_rows.available_products()) - {"stock"}))
 def test_a_planned_lean_target_gives_the_targets_logits(tiny, method):
     lean = lean_target.LeanFloatLlama(tiny)
+    stock_qkv = lean.lean_layers[0].qkv
     apply_plan(lean, {n: method for n in range(1, 9)})
     assert isinstance(lean.head, PlannedProjection)
+    assert all(isinstance(getattr(layer, name), PlannedProjection) for layer in lean.lean_layers
+               for name in ("qkv", "o", "gate_up", "down"))  # every product, not the head alone
+    assert few_rows.plan_of(lean) == {n: method for n in range(1, 9)}
     assert_same_forward(tiny, lean, seed=2, tol=1e-5, during=packed_products)
     assert not isinstance(tiny.lm_head.forward, PlannedProjection)  # transformers' own head is left alone
     apply_plan(lean, {})
-    assert lean.head is tiny.lm_head.forward  # an empty plan restores the stock head
+    assert lean.head is tiny.lm_head.forward  # an empty plan restores the stock products
+    assert lean.lean_layers[0].qkv is stock_qkv and few_rows.plan_of(lean) == {}
+
+
+def test_the_onednn_product_reorders_a_weight_once_for_every_plan():
+    if "onednn" not in few_rows.available_products():
+        pytest.skip("this torch build has no oneDNN")
+    inner = PackedProjection(torch.nn.Linear(16, 32, bias=False))
+    first = PlannedProjection(inner, {1: "onednn"})
+    second = PlannedProjection(inner, {1: "onednn", 2: "onednn"})
+    with torch.inference_mode():
+        first(torch.randn(1, 16))
+        packed = inner.onednn_packed
+        second(torch.randn(2, 16))
+    assert inner.onednn_packed is packed
 
 
 def test_an_unknown_method_is_refused():
@@ -61,8 +80,7 @@ def test_the_plan_takes_a_method_only_when_it_clearly_beats_stock():
     assert products.choose(measured) == {1: "numpy", 3: "numpy"}  # 2: numpy within the 10 % margin
 
 
-def test_measuring_times_every_method_on_the_real_head(tiny):
-    lean = lean_target.LeanFloatLlama(tiny)
-    measured = products.measure(lean, rows=(1, 3), repeats=1)
-    assert set(measured) == {1, 3} and all(set(v) == set(few_rows.PRODUCTS) for v in measured.values())
-    assert all(ms > 0 for v in measured.values() for ms in v.values())
+def test_the_choice_made_at_a_measured_size_holds_up_to_the_next_one():
+    plan = products.expand({1: "onednn", 4: "numpy"}, measured=(1, 2, 4, 8), up_to=10)
+    assert plan == {1: "onednn", 4: "numpy", 5: "numpy", 6: "numpy", 7: "numpy"}  # 2, 3 and 8.. kept stock
+    assert products.expand({2: "split"}, measured=(2, 8), up_to=3) == {1: "split", 2: "split", 3: "split"}

@@ -84,3 +84,28 @@ def test_a_tiny_pair_calibrates_end_to_end(tiny_matching_folders, tmp_path, monk
     assert set(cal.acceptance) == {0.0, 0.8} and set(cal.acceptance[0.8].rates) == {1, 2}
     assert all(0 <= a <= 1 for t in cal.acceptance.values() for v in t.rates.values() for a in v)
     assert calibrate.load_cached(cal.key, tmp_path) == cal
+
+
+def test_a_hopeless_method_is_timed_no_further_and_stock_always_is(monkeypatch):
+    """method_table on synthetic forward times: numpy 10x the fastest at 1 row is dropped for every larger size;
+    split within 2x stays; stock, the baseline, is never dropped however slow."""
+    cost = {"stock": 50.0, "onednn": 20.0, "numpy": 200.0, "split": 35.0}
+    calls = []
+
+    class Fake:
+        def __init__(self, pair, prompt_ids):
+            pass
+
+        def __call__(self, n, plan):
+            method = plan[n]
+            calls.append((n, method))
+            return cost[method] * (1 + n / 10)
+
+    monkeypatch.setattr(calibrate, "_Forwards", Fake)
+    table = calibrate.method_table(None, [1], ("stock", "onednn", "numpy", "split"), rows=(1, 2, 4), repeats=2)
+    assert set(table[1]) == {"stock", "onednn", "numpy", "split"}
+    assert set(table[2]) == set(table[4]) == {"stock", "onednn", "split"}
+    assert {n for n, m in calls if m == "numpy"} == {1} and len([c for c in calls if c == (1, "numpy")]) == 2
+    assert table[4]["onednn"] == pytest.approx(20.0 * 1.4)
+    assert calibrate.products.expand(calibrate.products.choose(table), (1, 2, 4), up_to=6) == {
+        n: "onednn" for n in range(1, 7)}

@@ -117,9 +117,10 @@ def test_export_then_import_replays_the_same_figures(three_steps, monkeypatch):
     path, status = trace_io.export(live)
     assert "3 steps" in status
     assert trace_from_json(open(path, encoding="utf-8").read()) == live.trace
-    monkeypatch.setattr(models, "load_pair", _no_models)  # a replay needs no model
+    monkeypatch.setattr(models, "load_pair", _unavailable)  # drawing the records needs no model
     imported = import_trace(Session(), path)
     assert imported.session.run is None and "Imported a trace of 3 steps" in imported.status
+    assert "cannot be continued here: no model here" in imported.status  # Step starts a new run, and says why
     for position in (1, 2, 3):
         a, b = scrub(live, position), scrub(imported.session, position)
         assert figure_json(a.tree) == figure_json(b.tree)
@@ -132,6 +133,10 @@ def test_export_then_import_replays_the_same_figures(three_steps, monkeypatch):
 
 def _no_models(*args, **kwargs):
     raise AssertionError("a replay must not load a model")
+
+
+def _unavailable(*args, **kwargs):
+    raise models.ModelLoadError("no model here")
 
 
 # ---- bad input: a clear message, the session unchanged, never an exception -------------------------------

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import json
 import random
 from dataclasses import replace
@@ -17,7 +16,7 @@ from viz import figure_json, node_figure, stats, text, tree_figure
 from viz.layout import tidy_layout
 from viz.lookup import visit_at
 from viz.palette import ORIGIN_NAMES
-from viz.tokens import label, visible
+from viz.tokens import label, plotly_escape, visible
 
 STEPS = (fx.step_residual(), fx.step_bonus())
 
@@ -96,7 +95,7 @@ def test_tree_labels_are_visible_and_html_escaped():
 
 def test_text_html_escapes_every_token_and_the_prompt():
     html = text.text_html(STEPS, prompt="<script>alert(1)</script>")
-    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert "<script>" not in html and "&#60;script&#62;alert&#40;1&#41;&#60;/script&#62;" in html
 
 
 def test_highlighted_text_joins_to_the_generated_text_with_origin_labels():
@@ -202,7 +201,7 @@ def _slow_node_figure(step, node_id: int) -> go.Figure:
                              name=f"residual after test {update.after_test + 1}",
                              marker_color=node_figure.RESIDUAL_COLOR,
                              marker_opacity=0.35 + 0.65 * (i + 1) / len(visit.updates),
-                             hovertext=html.escape(update.note)), 2, 1)
+                             hovertext=plotly_escape(update.note)), 2, 1)
     fig.update_layout(title={"text": node_figure.node_title(step, node, visit), "x": 0.01}, barmode="group",
                       height=260 + 170 * rows, margin={"l": 40, "r": 20, "t": 110, "b": 40},
                       legend={"orientation": "h", "y": -0.15}, plot_bgcolor="white")
