@@ -31,6 +31,7 @@ from ui import (
     inspector,
     lab,
     links,
+    page_leave,
     run_stats,
     speed,
     story,
@@ -108,16 +109,9 @@ def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = (),
         speed.wire(fast, state, runs, decode_queue)
         run_stats.wire_lazy(views, stats, tabs, changes, runs)
         api_tools.register(caps)  # API-only endpoints (the MCP tools)
-        demo.unload(_leaver(runs))
+        demo.unload(page_leave.leave_handler(runs, demo))
     endpoints.hide_internal(demo)  # the API lists ui.endpoints.ENDPOINTS only
     return demo, views
-
-
-def _leaver(runs: RunCache):
-    """The page-leave handler: Gradio hands it only a gr.Request (found by its type hint)."""
-    def leave(request: gr.Request) -> None:
-        runs.leave(request.session_hash)
-    return leave
 
 
 def build_app(default_pair: str = "embedded", notices: tuple[str, ...] = (), caps: Caps | None = None) -> gr.Blocks:

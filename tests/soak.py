@@ -6,7 +6,8 @@ and its state must not pile up).
 
 Each session is one Client (its own page and gr.State): `--steps` Steps with its own prompt, seed and
 verifier, then `close()`, which ends its heartbeat stream: the server sees the page leave and its unload
-handler drops the session's live run (ui.run_cache.RunCache.leave). Between rounds the script waits for
+handler (ui/page_leave.py) drops the session's live run (ui.run_cache.RunCache.leave), forgets the pages
+whose kept state Gradio has deleted, and trims the heap (ui/heap.py). Between rounds the script waits for
 those leaves (`--leave-wait`, past Gradio's 15 s heartbeat). Exit 1 when the resident memory after the last
 round is more than `--max-growth` above the memory after the first (that round loads and warms everything).
 A script, not a test: 400 embedded Steps take minutes on a 2-core machine.
@@ -14,7 +15,7 @@ A script, not a test: 400 embedded Steps take minutes on a 2-core machine.
 Gradio itself keeps a left page's gr.State (here the Session: its run state and every step's record) for
 an hour, so a reconnecting page finds it (gradio/state_holder.py, STATE_TTL_WHEN_CLOSED; the environment
 variable GRADIO_IS_E2E_TEST=1 makes that 1 s and the heartbeat 0.25 s): run with it to measure what
-specscope itself keeps.
+specscope itself keeps. Measured numbers: docs/speed.md, "Resident memory: the soak".
 """
 
 from __future__ import annotations
