@@ -68,18 +68,7 @@ def induced_law(p: torch.Tensor, q: torch.Tensor, k: int, method: str = "auto") 
     return integrated_law(q, w, k)
 
 
-def enumerated_law(q: torch.Tensor, w: torch.Tensor, k: int) -> torch.Tensor:
-    """[V] r(y) = sum over every tuple x of Q(x) beta(y | x), the definition itself."""
-    support = torch.nonzero(q > 0).flatten()  # [n]
-    grid = torch.cartesian_prod(*[torch.arange(support.numel())] * k).reshape(-1, k)  # [n^k, k]
-    tuples = support[grid]  # [N, k] token ids
-    prob = q[tuples].prod(dim=1)  # [N] Q(x)
-    weights = w[tuples]  # [N, k]
-    total = weights.sum(dim=1, keepdim=True)  # [N, 1]
-    first = torch.zeros_like(weights)
-    first[:, 0] = 1.0
-    beta = torch.where(total > 0, weights / total.clamp(min=1e-300), first)  # [N, k] beta(x_i | x)
-    return torch.zeros_like(q).index_add_(0, tuples.reshape(-1), (prob[:, None] * beta).reshape(-1))
+enumerated_law = khisti_lazy.enumerated_law  # one definition: the fast rule enumerates small supports too
 
 
 def integrated_law(q: torch.Tensor, w: torch.Tensor, k: int) -> torch.Tensor:

@@ -104,7 +104,7 @@ class InducedLaw:
         if k == 1:
             self._full = q.clone()
         elif method == "enumerate" or (method == "auto" and _support(q, support) ** k <= ENUMERATION_LIMIT):
-            self._full = _enumerated_law(q, w, k)
+            self._full = enumerated_law(q, w, k)
         else:
             self._binned = bin_tokens(q, w, extremes)
             if self._binned.bins:
@@ -151,18 +151,18 @@ def _support(q: torch.Tensor, known: int | None) -> int:
     return known if known is not None else int(torch.count_nonzero(q))
 
 
-def _enumerated_law(q: torch.Tensor, w: torch.Tensor, k: int) -> torch.Tensor:
+def enumerated_law(q: torch.Tensor, w: torch.Tensor, k: int) -> torch.Tensor:
+    """[V] r(y) = sum over every tuple x of Q(x) beta(y | x), the definition itself (khisti_is.py reads it here)."""
     support = torch.nonzero(q > 0).flatten()  # [n]
     grid = torch.cartesian_prod(*[torch.arange(support.numel())] * k).reshape(-1, k)  # [n^k, k]
     tuples = support[grid]  # [N, k] token ids
-    prob = q[tuples].prod(dim=1)  # [N] Q(tuple)
+    prob = q[tuples].prod(dim=1)  # [N] Q(x)
     weights = w[tuples]  # [N, k]
     total = weights.sum(dim=1, keepdim=True)  # [N, 1]
     first = torch.zeros_like(weights)
     first[:, 0] = 1.0
-    select = torch.where(total > 0, weights / total.clamp(min=1e-300), first)  # [N, k]
-    mass = (prob[:, None] * select).reshape(-1)  # [N k]
-    return torch.zeros_like(q).index_add_(0, tuples.reshape(-1), mass)
+    beta = torch.where(total > 0, weights / total.clamp(min=1e-300), first)  # [N, k] beta(x_i | x)
+    return torch.zeros_like(q).index_add_(0, tuples.reshape(-1), (prob[:, None] * beta).reshape(-1))
 
 
 def integrated_law(q: torch.Tensor, w: torch.Tensor, k: int) -> torch.Tensor:
