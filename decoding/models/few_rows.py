@@ -121,11 +121,6 @@ def unwrapped(product) -> PackedProjection:
     return product.inner if isinstance(product, PlannedProjection) else product
 
 
-def head_of(lean) -> PackedProjection:
-    """The lean target's own head projection, unwrapped."""
-    return unwrapped(lean.head)
-
-
 def _planned(product, plan: dict[int, str]):
     inner = unwrapped(product)
     return PlannedProjection(inner, plan) if any(m != "stock" for m in plan.values()) else inner

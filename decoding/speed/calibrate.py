@@ -147,8 +147,7 @@ def measure(pair, key: dict, progress: Progress) -> Calibration:
     else:
         notes.append("no lean CPU target: the stock products only")
     progress("timing target forwards of 1..32 rows with the plan")
-    planned = target_curves(pair, prompt_ids, {"planned": plan} if lean is not None else {})
-    planned = planned.get("planned") or planned["stock"]  # the plan stays on
+    planned = target_curve(pair, prompt_ids, plan if lean is not None else None)  # the plan stays on
     stock = tuple((n, by["stock"]) for n, by in sorted(forward_ms.items())) or planned  # the curve before
     progress("drafted steps: draft cost, step overhead and acceptance")
     draft, overhead, tables = steps_and_acceptance(pair, prompts)
@@ -157,32 +156,24 @@ def measure(pair, key: dict, progress: Progress) -> Calibration:
                        round(time.perf_counter() - t0, 2), time.strftime("%Y-%m-%d %H:%M:%S"), tuple(notes))
 
 
-def target_curves(pair, prompt_ids: list[int], plans: dict[str, dict[int, str]], rows: tuple[int, ...] | None = None,
-                  repeats: int = 5) -> dict[str, tuple[tuple[int, float], ...]]:
-    """name -> (rows, median ms) of one target forward over a chain of `rows` nodes on a cached context, each
-    followed by the commit a step makes (root kept), with each of `plans` (product plans put on the lean
-    target; {} for a pair without one: its forward as it is) alternating call by call, so a busy machine slows
-    them alike. One size at a time, after one untimed call each: a run repeats one tree size, and MKL's packed
+def target_curve(pair, prompt_ids: list[int], plan: dict[int, str] | None, rows: tuple[int, ...] | None = None,
+                 repeats: int = 5) -> tuple[tuple[int, float], ...]:
+    """(rows, median ms) of one target forward over a chain of `rows` nodes on a cached context, each followed
+    by the commit a step makes (root kept), with `plan` put on the lean target (None: the pair's forward as it
+    is). One size at a time, after one untimed call each: a run repeats one tree size, and MKL's packed
     products keep only a few row buckets packed (packed_linear.py), so interleaving sizes would time the
     repacking no run pays."""
-    variants = plans or {"stock": None}
     forward = _Forwards(pair, prompt_ids)
-    curves: dict[str, list] = {name: [] for name in variants}
+    curve = []
     for n in rows or ROWS:
-        times: dict[str, list[float]] = {name: [] for name in variants}
-        for i in range(repeats + 1):
-            for name, plan in variants.items():
-                ms = forward(n, plan)
-                if i:
-                    times[name].append(ms)
-        for name in variants:
-            curves[name].append((n, statistics.median(times[name])))
-    return {name: tuple(c) for name, c in curves.items()}
+        times = [forward(n, plan) for _ in range(repeats + 1)][1:]  # the first call untimed
+        curve.append((n, statistics.median(times)))
+    return tuple(curve)
 
 
 def method_table(pair, prompt_ids: list[int], methods: tuple[str, ...], rows: tuple[int, ...] = PLAN_ROWS,
                  repeats: int = 2) -> dict[int, dict[str, float]]:
-    """rows -> method -> median ms of the target forward with `method` on every product (as target_curves
+    """rows -> method -> median ms of the target forward with `method` on every product (as target_curve
     times it). A method whose first timed forward costs more than DROP x the fastest one's at that size is not
     timed further, at that size or any larger one (it cannot be chosen; on a 2-core VM numpy's forward took
     0.8 s against 40 ms, and timing it everywhere would be most of the calibration). Stock is always timed."""
