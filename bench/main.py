@@ -27,6 +27,7 @@ COMMANDS: dict[str, Command] = {
     "forwards": Command("bench.forwards", "one forward of each step part, old way vs new way"),
     "theory": Command("bench.theory", "a record's per-node theory against an earlier revision's code"),
     "calibrate": Command("bench.calibrate", "calibrate a pair on this machine (cached) and show the chosen shape"),
+    "predict": Command("bench.predict", "the chooser's predicted tokens/s per shape against measured runs"),
     "app": Command("bench.app_clicks", "Step click-to-render latency in headless Chromium"),
     "step": Command("bench.app_step", "whole Step clicks in-process (resume + step + every view redrawn)"),
     "train-head": Command("bench.train_head", "train the embedded-head pair's draft head (assets/draft_head)"),

@@ -40,7 +40,7 @@ def _stock(proj: PlannedProjection, x: torch.Tensor) -> torch.Tensor:
 
 
 def _numpy(proj: PlannedProjection, x: torch.Tensor) -> torch.Tensor:
-    out = torch.from_numpy(x.detach().contiguous().numpy() @ proj.transposed())  # [M, out]
+    out = torch.from_numpy(x.detach().contiguous().numpy() @ numpy_weight(proj.inner))  # [M, out]
     return out if proj.bias is None else out + proj.bias
 
 
@@ -62,15 +62,29 @@ def _onednn(proj: PlannedProjection, x: torch.Tensor) -> torch.Tensor:
 
 
 def onednn_weight(inner: PackedProjection) -> torch.Tensor:
-    """The weight reordered once for oneDNN's GEMM (a second copy of it, the size of the weight), kept on the
-    wrapped projection so that every plan using it shares one copy."""
+    """The weight reordered once for oneDNN's GEMM."""
+    return _kept_copy(inner, "onednn", lambda w: torch.ops.mkldnn._reorder_linear_weight(w, ONEDNN_ROWS_HINT))
+
+
+def numpy_weight(inner: PackedProjection) -> np.ndarray:
+    """The weight as a C-contiguous [in, out] float32 array."""
+    return _kept_copy(inner, "numpy", lambda w: np.ascontiguousarray(w.numpy().T))
+
+
+COPIES = {"onednn": "onednn_packed", "numpy": "numpy_transposed"}  # method -> attribute of its weight copy
+
+
+def _kept_copy(inner: PackedProjection, method: str, make: Callable[[torch.Tensor], object]):
+    """A method's copy of the weight (the size of the weight), made once and kept on the wrapped projection:
+    every plan using the method shares it, and plans are swapped freely (a calibration swaps them per
+    forward). `release_copies` drops the copies a plan does not use."""
     with inner.lock:
-        packed = getattr(inner, "onednn_packed", None)
-        if packed is None:
+        copy = getattr(inner, COPIES[method], None)
+        if copy is None:
             with torch.inference_mode():
-                packed = torch.ops.mkldnn._reorder_linear_weight(inner.weight.detach(), ONEDNN_ROWS_HINT)
-            inner.onednn_packed = packed
-        return packed
+                copy = make(inner.weight.detach())
+            setattr(inner, COPIES[method], copy)
+        return copy
 
 
 PRODUCTS: dict[str, Product] = {
@@ -99,13 +113,6 @@ class PlannedProjection:
             raise ValueError(f"product method(s) {missing} need what this torch build lacks")
         self.inner, self.plan = inner, dict(plan)
         self.weight, self.bias = inner.weight, inner.bias  # [out, in], [out] or None
-        self._transposed: np.ndarray | None = None
-
-    def transposed(self) -> np.ndarray:
-        """The weight as a C-contiguous [in, out] float32 array (one copy, made on first use)."""
-        if self._transposed is None:
-            self._transposed = np.ascontiguousarray(self.weight.detach().numpy().T)
-        return self._transposed
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.numel() // x.shape[-1]
@@ -126,16 +133,40 @@ def _planned(product, plan: dict[int, str]):
     return PlannedProjection(inner, plan) if any(m != "stock" for m in plan.values()) else inner
 
 
+def _slots(lean) -> list[tuple[object, str]]:
+    """(owner, attribute) of every product of the lean target: the head and each layer's projections."""
+    slots: list[tuple[object, str]] = [(lean, "head")]
+    for layer in lean.lean_layers:
+        slots += [(layer, f.name) for f in fields(layer)
+                  if isinstance(getattr(layer, f.name), PackedProjection | PlannedProjection)]
+    return slots
+
+
 def apply_plan(lean, plan: dict[int, str]) -> None:
     """Route every product of the lean target (each layer's projections and the head) through `plan`; an empty
     plan restores the stock products. The model's own modules (what transformers' generate() runs) are left
     alone."""
-    lean.head = _planned(lean.head, plan)
-    for layer in lean.lean_layers:
-        for field in fields(layer):
-            value = getattr(layer, field.name)
-            if isinstance(value, PackedProjection | PlannedProjection):
-                setattr(layer, field.name, _planned(value, plan))
+    for owner, name in _slots(lean):
+        setattr(owner, name, _planned(getattr(owner, name), plan))
+
+
+def products_of(lean) -> list[PackedProjection]:
+    """Every product of the lean target (the head and each layer's projections), without plans."""
+    return [unwrapped(getattr(owner, name)) for owner, name in _slots(lean)]
+
+
+def release_copies(lean, keep: set[str] | frozenset[str] = frozenset()) -> int:
+    """Drop the weight copies of the methods not in `keep` from every product of the lean target (each copy
+    is the size of its weight: together a second model in memory); the bytes freed."""
+    freed = 0
+    for inner in products_of(lean):
+        for method, attr in COPIES.items():
+            copy = getattr(inner, attr, None)
+            if method not in keep and copy is not None:
+                freed += copy.nbytes if isinstance(copy, np.ndarray) else copy.numel() * copy.element_size()
+                with inner.lock:
+                    setattr(inner, attr, None)
+    return freed
 
 
 def plan_of(lean) -> dict[int, str]:

@@ -5,7 +5,8 @@ pair, machine.py, as a small JSON; `force` redoes it):
 - the target forward for PLAN_ROWS rows with every product method of models/few_rows.PRODUCTS this torch
   build has, on every product of the lean target; the plan takes the fastest per row count (products.py);
 - the target forward for 1..32 rows (a chain fed on a cached context and committed, as a step does) with
-  the plan (the curve after; the curve before is the stock method's at PLAN_ROWS);
+  the plan (the curve after: the method stage's times at PLAN_ROWS, the other sizes of ROWS timed with the
+  plan on; the curve before is the stock method's at PLAN_ROWS);
 - the draft, per level, and the rest of a step (warp, verify, commit), from real engine steps;
 - the acceptance (acceptance.py) from those steps' own p and q rows: chains at T = 0, chains and trees of
   width 2 at T = 0.8 (a level of k > 1 candidates at T = 0 accepts no more than one).
@@ -24,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from decoding.models.few_rows import apply_plan, available_products
+from decoding.models.few_rows import apply_plan, available_products, release_copies
 from decoding.models.target import score_tree
 from decoding.run import engine
 from decoding.run.config import Branching, DecodeConfig
@@ -144,10 +145,14 @@ def measure(pair, key: dict, progress: Progress) -> Calibration:
         progress(f"timing the target forward with each product method ({', '.join(methods)})")
         forward_ms = method_table(pair, prompt_ids, methods)
         plan = products.expand(products.choose(forward_ms), PLAN_ROWS)
+        release_copies(lean, set(plan.values()))  # the losers' weight copies (a model's size each)
     else:
         notes.append("no lean CPU target: the stock products only")
-    progress("timing target forwards of 1..32 rows with the plan")
-    planned = target_curve(pair, prompt_ids, plan if lean is not None else None)  # the plan stays on
+    timed = {n: by[plan.get(n, "stock")] for n, by in forward_ms.items()}  # the plan's own, at PLAN_ROWS
+    progress(f"timing target forwards of the other sizes up to {ROWS[-1]} rows with the plan")
+    planned = target_curve(pair, prompt_ids, plan if lean is not None else None, known=timed)
+    if lean is not None:
+        apply_plan(lean, plan)  # the drafted steps run with it
     stock = tuple((n, by["stock"]) for n, by in sorted(forward_ms.items())) or planned  # the curve before
     progress("drafted steps: draft cost, step overhead and acceptance")
     draft, overhead, tables = steps_and_acceptance(pair, prompts)
@@ -157,18 +162,18 @@ def measure(pair, key: dict, progress: Progress) -> Calibration:
 
 
 def target_curve(pair, prompt_ids: list[int], plan: dict[int, str] | None, rows: tuple[int, ...] | None = None,
-                 repeats: int = 5) -> tuple[tuple[int, float], ...]:
+                 repeats: int = 3, known: dict[int, float] | None = None) -> tuple[tuple[int, float], ...]:
     """(rows, median ms) of one target forward over a chain of `rows` nodes on a cached context, each followed
     by the commit a step makes (root kept), with `plan` put on the lean target (None: the pair's forward as it
-    is). One size at a time, after one untimed call each: a run repeats one tree size, and MKL's packed
-    products keep only a few row buckets packed (packed_linear.py), so interleaving sizes would time the
-    repacking no run pays."""
-    forward = _Forwards(pair, prompt_ids)
-    curve = []
-    for n in rows or ROWS:
+    is). Sizes in `known` (already timed with this plan: the method stage's) are not timed again. One size at
+    a time, after one untimed call each: a run repeats one tree size, and MKL's packed products keep only a few
+    row buckets packed (packed_linear.py), so interleaving sizes would time the repacking no run pays."""
+    forward, known = _Forwards(pair, prompt_ids), dict(known or {})
+    curve = dict(known)
+    for n in (n for n in rows or ROWS if n not in known):
         times = [forward(n, plan) for _ in range(repeats + 1)][1:]  # the first call untimed
-        curve.append((n, statistics.median(times)))
-    return tuple(curve)
+        curve[n] = statistics.median(times)
+    return tuple(sorted(curve.items()))
 
 
 def method_table(pair, prompt_ids: list[int], methods: tuple[str, ...], rows: tuple[int, ...] = PLAN_ROWS,
@@ -232,7 +237,7 @@ def _run_steps(pair, config: DecodeConfig, prompt: str) -> tuple[list, list[acce
     return steps, rows
 
 
-def steps_and_acceptance(pair, prompts: tuple[str, ...], new_tokens: int = 24
+def steps_and_acceptance(pair, prompts: tuple[str, ...], new_tokens: int = 16
                          ) -> tuple[tuple[tuple[int, float], ...], float, dict[float, AcceptanceTable]]:
     chain = DecodeConfig(verifier="sd", shape=Branching((1,) * 6), max_new_tokens=new_tokens, seed=0)
     per_level, overhead, tables = [], [], {}

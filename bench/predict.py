@@ -1,0 +1,168 @@
+"""`python -m bench predict`: the chooser's predicted tokens per second of each shape against what runs measure.
+
+    python -m bench predict [--pair embedded-head] [--prompts-file F] [--prompts N] [--temperatures 0,0.8]
+                            [--shapes "alone;1;1,1;2,1"] [--repeats 2] [--max-new-tokens 40] [--threads N]
+
+For each prompt, shape and repeat (seed = the repeat):
+- one recorded run (lazy theory) gives the exact acceptance of its own p and q, the evidence the Speed view
+  predicts from; the prediction is chooser.predict(shape, this machine's calibrated costs, that acceptance);
+- one fast run (record=False, what fastest() returns) with the same seed is timed step by step. Measured
+  tokens/s = the tokens of its steps after the first / their wall time: the first step pays the prompt's
+  prefill, which a per-step prediction leaves out.
+Per shape, the report gives the median and range over prompts of predicted / measured tokens/s, split into
+tokens per step and ms per step (so an error is seen to come from the acceptance or from the costs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from bench.speed import load_prompts, parse_temperatures
+from decoding.models.kinds import BUILT_IN
+from decoding.speed.chooser import Prediction
+
+DEFAULT_SHAPES = {0.0: "alone;1;1,1;1,1,1;1,1,1,1", None: "alone;1;1,1;2;2,1;2,2"}  # None: any T > 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m bench predict", description=__doc__.split("\n")[0])
+    ap.add_argument("--pair", default="embedded-head", choices=BUILT_IN)
+    ap.add_argument("--prompts-file", type=Path, default=None, help="JSON {\"prompts\": [{kind, prompt}]}")
+    ap.add_argument("--prompts", type=int, default=None, help="how many of its prompts (default: all of a file)")
+    ap.add_argument("--temperatures", default="0,0.8")
+    ap.add_argument("--shapes", default=None, help="';'-separated Branching levels, 'alone' for the target "
+                    "alone (default: chains at T = 0, chains and width-2 trees above)")
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--max-new-tokens", type=int, default=40)
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    return ap
+
+
+def parse_shapes(text: str) -> list[tuple[int, ...]]:
+    """'alone;1;1,1;2,1' -> [(), (1,), (1, 1), (2, 1)]."""
+    shapes = []
+    for item in (s.strip() for s in text.split(";") if s.strip()):
+        try:
+            levels = () if item == "alone" else tuple(int(b) for b in item.split(","))
+        except ValueError:
+            raise ValueError(f"--shapes: {item!r} is not 'alone' or comma-separated widths like 2,1") from None
+        if any(not 1 <= b <= 8 for b in levels):
+            raise ValueError(f"--shapes: widths must be 1..8, got {item!r}")
+        shapes.append(levels)
+    if not shapes:
+        raise ValueError("--shapes is empty")
+    return shapes
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One prompt, shape and seed: predicted and measured, tokens per step and ms per step."""
+
+    levels: tuple[int, ...]
+    predicted_tokens: float
+    predicted_ms: float
+    measured_tokens: float
+    measured_ms: float
+
+    @property
+    def ratio(self) -> float:
+        """Predicted / measured tokens per second."""
+        return (self.predicted_tokens / self.predicted_ms) / (self.measured_tokens / self.measured_ms)
+
+
+def config_of(levels: tuple[int, ...], temperature: float, seed: int, max_new: int):
+    from decoding.run.config import Branching, DecodeConfig
+    from decoding.speed.chooser import verifier_for
+
+    if not levels:
+        return DecodeConfig(verifier="sd", shape=Branching((1,)), drafting=False, temperature=temperature,
+                            seed=seed, max_new_tokens=max_new, record=False)
+    return DecodeConfig(verifier=verifier_for(levels), shape=Branching(levels), temperature=temperature,
+                        seed=seed, max_new_tokens=max_new, record=False)
+
+
+def timed_steps(pair, config, prompt: str) -> tuple[int, float, int]:
+    """(tokens, wall ms, steps) of a fast run's steps after the first."""
+    from decoding.run import engine
+
+    run = engine.start(pair, config, prompt)
+    tokens, ms, steps, before = 0, 0.0, 0, 0
+    while True:
+        start = time.perf_counter()
+        record = run.step()
+        wall = 1000 * (time.perf_counter() - start)
+        if record is None:
+            return tokens, ms, steps
+        now = len(run.state.generated_ids)
+        if record.index > 0:
+            tokens, ms, steps = tokens + now - before, ms + wall, steps + 1
+        before = now
+
+
+def sample(pair, cal, levels: tuple[int, ...], temperature: float, seed: int, prompt: str, max_new: int) -> Sample:
+    from decoding.speed import acceptance, chooser
+    from decoding.speed.calibrate import _run_steps
+
+    config = config_of(levels, temperature, seed, max_new)
+    if levels:
+        _, rows = _run_steps(pair, config.with_(record=True), prompt)
+        widths = tuple(sorted({1, *levels}))
+        predicted = chooser.predict(levels, cal.costs, acceptance.table_from_rows(rows, widths))
+    else:
+        predicted = chooser.predict((), cal.costs, cal.table(temperature))
+    tokens, ms, steps = timed_steps(pair, config, prompt)
+    return Sample(levels, predicted.tokens_per_step, predicted.step_ms, tokens / max(steps, 1), ms / max(steps, 1))
+
+
+def report(samples: list[Sample]) -> str:
+    """Per shape: median predicted and measured, and the median [min-max] of predicted / measured."""
+    lines = ["| shape | tok/s predicted | tok/s measured | predicted / measured: median [range] | "
+             "tokens/step pred / meas | ms/step pred / meas |", "|---|---|---|---|---|---|"]
+    for levels in dict.fromkeys(s.levels for s in samples):
+        mine = [s for s in samples if s.levels == levels]
+        med = {name: statistics.median(getattr(s, name) for s in mine)
+               for name in ("predicted_tokens", "predicted_ms", "measured_tokens", "measured_ms")}
+        ratios = [s.ratio for s in mine]
+        label = Prediction(levels, 1.0, 1.0).label()
+        lines.append(
+            f"| {label} | {1000 * med['predicted_tokens'] / med['predicted_ms']:.1f} | "
+            f"{1000 * med['measured_tokens'] / med['measured_ms']:.1f} | {statistics.median(ratios):.2f} "
+            f"[{min(ratios):.2f}-{max(ratios):.2f}] | {med['predicted_tokens']:.2f} / {med['measured_tokens']:.2f} | "
+            f"{med['predicted_ms']:.1f} / {med['measured_ms']:.1f} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    temps = parse_temperatures(args.temperatures)
+    prompts = [p["prompt"] for p in load_prompts(args.prompts, args.prompts_file)]
+    if args.repeats < 1 or args.max_new_tokens < 2:
+        raise ValueError("--repeats must be >= 1 and --max-new-tokens >= 2")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    from decoding.models.pairs import load_pair
+    from decoding.speed import calibrate, machine, products
+
+    pair = load_pair(args.pair, progress=lambda m: print(m, file=sys.stderr))
+    cal = calibrate.calibrated(pair, args.pair, progress=lambda m: print(f"calibrating: {m}", file=sys.stderr))
+    print(f"`python -m bench predict {' '.join(argv or [])}`: {machine.cpu_model()}, {torch.get_num_threads()} "
+          f"threads, torch {torch.__version__}, pair {args.pair}; calibration of {cal.when} "
+          f"({products.describe(cal.plan)}); {len(prompts)} prompts x {args.repeats} seeds, "
+          f"{args.max_new_tokens} new tokens\n")
+    for t in temps:
+        shapes = parse_shapes(args.shapes or DEFAULT_SHAPES[0.0 if t == 0 else None])
+        samples = [sample(pair, cal, levels, t, seed, prompt, args.max_new_tokens)
+                   for prompt in prompts for seed in range(args.repeats) for levels in shapes]
+        print(f"T = {t}\n{report(samples)}\n", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
