@@ -90,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
           + product_table(cal) + "\n")
     print("target forward, N rows on a cached context (median ms):\n" + curve_table(cal) + "\n")
     draft = ", ".join(f"{n} rows {ms:.1f} ms" for n, ms in cal.costs.draft)
-    print(f"draft, one level: {draft}; the rest of a step: {cal.costs.overhead:.1f} ms\n")
+    print(f"draft, one level: {draft}; the rest of a step: {cal.costs.overhead:.1f} ms + "
+          f"{cal.costs.overhead_per_row:.2f} ms a row\n")
     for pick, t in zip(picks, temps, strict=True):
         table = cal.table(t)
         rates = "; ".join(f"k={k}: " + " ".join(f"{a:.2f}" for a in v) for k, v in sorted(table.rates.items()))

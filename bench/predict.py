@@ -93,17 +93,17 @@ def timed_steps(pair, config, prompt: str) -> tuple[int, float, int]:
     from decoding.run import engine
 
     run = engine.start(pair, config, prompt)
-    tokens, ms, steps, before = 0, 0.0, 0, 0
+    tokens, ms, steps, before, first = 0, 0.0, 0, 0, True
     while True:
         start = time.perf_counter()
-        record = run.step()
+        record = run.step()  # a fast run's records are all index 0
         wall = 1000 * (time.perf_counter() - start)
         if record is None:
             return tokens, ms, steps
         now = len(run.state.generated_ids)
-        if record.index > 0:
+        if not first:
             tokens, ms, steps = tokens + now - before, ms + wall, steps + 1
-        before = now
+        before, first = now, False
 
 
 def sample(pair, cal, levels: tuple[int, ...], temperature: float, seed: int, prompt: str, max_new: int) -> Sample:

@@ -124,7 +124,7 @@ def _facts(cal: Calibration, table: chooser.AcceptanceTable, choice: chooser.Cho
         stock=cal.stock_costs.target, planned=cal.costs.target, plan=plan, draft=cal.costs.draft,
         overhead_ms=cal.costs.overhead, shapes=shapes, chosen=choice.why(), run_label=run_label,
         run_predicted=run_predicted, run_measured=measured, measured_how=how,
-        nodes=table.nodes if from_run else 0)
+        nodes=table.nodes if from_run else 0, overhead_per_row_ms=cal.costs.overhead_per_row)
 
 
 def measured_speedup(session: Session, cal: Calibration) -> tuple[float | None, str]:

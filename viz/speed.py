@@ -47,7 +47,7 @@ class SpeedFacts:
     planned: tuple[tuple[int, float], ...]  # the same with the machine's product plan
     plan: str  # which few-row product was chosen, in words
     draft: tuple[tuple[int, float], ...]  # (parent rows, ms) of one draft level
-    overhead_ms: float
+    overhead_ms: float  # the rest of a step: overhead_ms + overhead_per_row_ms x the tree's rows
     shapes: tuple[ShapeRow, ...]  # fastest first (the chosen one first), then this run's own shape
     chosen: str  # the chooser's verdict, one sentence
     run_label: str | None = None  # this run's shape, when it has one
@@ -55,6 +55,7 @@ class SpeedFacts:
     run_measured: float | None = None  # this run's tokens/s over the target alone (measured or calibrated)
     measured_how: str = ""
     nodes: int = 0  # p/q rows the acceptance was measured on
+    overhead_per_row_ms: float = 0.0
 
 
 def shown_shapes(facts: SpeedFacts, top: int) -> tuple[ShapeRow, ...]:
@@ -96,7 +97,8 @@ def summary_markdown(facts: SpeedFacts, top: int = 10) -> str:
     lines = [f"**On {facts.machine}.** {facts.chosen}", "",
              f"Products: {facts.plan}. Draft: "
              + ", ".join(f"{ms:.1f} ms a level over {n} row{'s' * (n > 1)}" for n, ms in facts.draft)
-             + f"; the rest of a step {facts.overhead_ms:.1f} ms. "
+             + f"; the rest of a step {facts.overhead_ms:.1f} ms"
+             + (f" + {facts.overhead_per_row_ms:.2f} ms a row. " if facts.overhead_per_row_ms else ". ")
              + (f"Acceptance from {facts.nodes} visited nodes of this run (exact, from their p and q)."
                 if facts.nodes else "Acceptance from the calibration's own run (this run has none to read)."),
              ""]

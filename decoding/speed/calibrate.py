@@ -7,7 +7,8 @@ pair, machine.py, as a small JSON; `force` redoes it):
 - the target forward for 1..32 rows (a chain fed on a cached context and committed, as a step does) with
   the plan (the curve after: the method stage's times at PLAN_ROWS, the other sizes of ROWS timed with the
   plan on; the curve before is the stock method's at PLAN_ROWS);
-- the draft, per level, and the rest of a step (warp, verify, commit), from real engine steps;
+- the draft, per level of 1, 2 and 4 parents, and the rest of a step (warp, verify, commit) as a line in the
+  tree's rows, from real engine steps;
 - the acceptance (acceptance.py) from those steps' own p and q rows: chains at T = 0, chains and trees of
   width 2 at T = 0.8 (a level of k > 1 candidates at T = 0 accepts no more than one).
 The prompts are CALIBRATION_PROMPTS: neither they nor their topics are in the bench's, the head's training or
@@ -34,7 +35,7 @@ from decoding.speed import acceptance, machine, products
 from decoding.speed.chooser import AcceptanceTable
 from decoding.verify.tree import DraftTree
 
-CALIBRATION_VERSION = 2  # 2: the plan covers every product and is chosen from whole forwards
+CALIBRATION_VERSION = 3  # 2: the plan covers every product, chosen from whole forwards; 3: the rest per row
 ROWS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)  # target forward sizes timed (a chain of 8 is 9 rows)
 PLAN_ROWS = (1, 2, 4, 8, 16)  # sizes every product method is timed at
 DROP = 2.0  # a method this many times slower than the fastest at a size is timed no further
@@ -155,9 +156,9 @@ def measure(pair, key: dict, progress: Progress) -> Calibration:
         apply_plan(lean, plan)  # the drafted steps run with it
     stock = tuple((n, by["stock"]) for n, by in sorted(forward_ms.items())) or planned  # the curve before
     progress("drafted steps: draft cost, step overhead and acceptance")
-    draft, overhead, tables = steps_and_acceptance(pair, prompts)
-    costs = StepCosts(planned, draft, overhead)
-    return Calibration(key, costs, StepCosts(stock, draft, overhead), plan, forward_ms, tables,
+    draft, rest, tables = steps_and_acceptance(pair, prompts)
+    costs = StepCosts(planned, draft, *rest)
+    return Calibration(key, costs, StepCosts(stock, draft, *rest), plan, forward_ms, tables,
                        round(time.perf_counter() - t0, 2), time.strftime("%Y-%m-%d %H:%M:%S"), tuple(notes))
 
 
@@ -238,23 +239,67 @@ def _run_steps(pair, config: DecodeConfig, prompt: str) -> tuple[list, list[acce
 
 
 def steps_and_acceptance(pair, prompts: tuple[str, ...], new_tokens: int = 16
-                         ) -> tuple[tuple[tuple[int, float], ...], float, dict[float, AcceptanceTable]]:
+                         ) -> tuple[tuple[tuple[int, float], ...], tuple[float, float], dict[float, AcceptanceTable]]:
+    """(draft curve, the rest's line (ms, ms per row), temperature -> acceptance) from short engine runs: chains
+    of 6 at each temperature (the acceptance, one parent's draft level), trees for wider draft levels, and the
+    target alone (the rest of a one-row step)."""
     chain = DecodeConfig(verifier="sd", shape=Branching((1,) * 6), max_new_tokens=new_tokens, seed=0)
-    per_level, overhead, tables = [], [], {}
+    per_level, rests, tables = [], [], {}
     for temperature in TEMPERATURES:
         rows: list[acceptance.Row] = []
         for prompt in prompts:
             steps, got = _run_steps(pair, chain.with_(temperature=temperature), prompt)
             rows += got
-            for wall, r in steps[1:]:  # the first step pays the prompt's prefill
-                if r.draft_forwards:
-                    per_level.append(r.draft_ms / r.draft_forwards)
-                overhead.append(max(0.0, wall - r.draft_ms - r.target_ms - r.record_ms))  # a record=False run's
+            per_level += [r.draft_ms / r.draft_forwards for _, r in steps[1:] if r.draft_forwards]
+            rests += _rests(steps)
         widths = (1,) if temperature == 0 else (1, 2)
         tables[temperature] = acceptance.table_from_rows(rows, widths)
-    wide = DecodeConfig(verifier="rrs_wor", shape=Branching((4, 1)), max_new_tokens=8, temperature=0.8, seed=0)
-    steps, _ = _run_steps(pair, wide, prompts[-1])
-    one = statistics.median(per_level) if per_level else 0.0
-    four = [r.draft_ms - one for _, r in steps[1:] if r.draft_forwards == 2]
-    draft = ((1, one), (4, max(one, statistics.median(four)))) if four else ((1, one),)
-    return draft, statistics.median(overhead) if overhead else 0.0, tables
+    draft, wide_rests = draft_curve(pair, prompts, statistics.median(per_level) if per_level else 0.0)
+    alone = DecodeConfig(verifier="sd", shape=Branching((1,)), drafting=False, max_new_tokens=8, seed=0)
+    steps, _ = _run_steps(pair, alone, prompts[0])
+    return draft, rest_line(rests + wide_rests + _rests(steps)), tables
+
+
+def _rests(steps: list) -> list[tuple[int, float]]:
+    """(rows, ms) of each step's rest after the first (which pays the prompt's prefill): its wall time less the
+    draft and target forwards and the record's building (a record=False run builds none)."""
+    return [(len(r.nodes), max(0.0, wall - r.draft_ms - r.target_ms - r.record_ms)) for wall, r in steps[1:]]
+
+
+def rest_line(points: list[tuple[int, float]]) -> tuple[float, float]:
+    """(ms, ms per row) of a line through the median rest at each row count (least squares, a median per
+    size so that one disturbed step moves nothing), both kept non-negative; one size: its median, flat."""
+    by_rows: dict[int, list[float]] = {}
+    for rows, ms in points:
+        by_rows.setdefault(rows, []).append(ms)
+    xs = sorted(by_rows)
+    ys = [statistics.median(by_rows[x]) for x in xs]
+    if not xs:
+        return 0.0, 0.0
+    if len(xs) == 1:
+        return ys[0], 0.0
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    slope = max(0.0, sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum((x - mx) ** 2 for x in xs))
+    return max(0.0, my - slope * mx), slope
+
+
+def draft_curve(pair, prompts: tuple[str, ...], one: float, widths: tuple[int, ...] = (2, 4)
+                ) -> tuple[tuple[tuple[int, float], ...], list[tuple[int, float]]]:
+    """The draft's cost of one level by its parent count: `one` (1 parent, from the chains), then for each
+    width w short runs of trees (w, 1), whose second level drafts over w parents (the last prompt first; the
+    next only when a run ended before a step after the first drafted both levels); and those steps' rests.
+    Each size is timed, not interpolated: the embedded head's level of 2 parents costs what 4 cost, twice
+    one's."""
+    curve, rests = [(1, one)], []
+    for width in widths:
+        wide = DecodeConfig(verifier="rrs_wor", shape=Branching((width, 1)), max_new_tokens=8, temperature=0.8,
+                            seed=0)
+        level: list[float] = []
+        for prompt in reversed(prompts):
+            steps, _ = _run_steps(pair, wide, prompt)
+            level += [r.draft_ms - one for _, r in steps[1:] if r.draft_forwards == 2]
+            rests += _rests(steps)
+            if level:
+                curve.append((width, max(one, statistics.median(level))))
+                break
+    return tuple(curve), rests

@@ -80,7 +80,7 @@ def test_a_tiny_pair_calibrates_end_to_end(tiny_matching_folders, tmp_path, monk
     monkeypatch.setattr(calibrate, "CALIBRATION_PROMPTS", ("a b c d", "e f a b"))
     cal = calibrate.calibrated(pair, "custom", root=tmp_path, force=True)
     assert [n for n, _ in cal.costs.target] == [1, 2, 4] and all(ms > 0 for _, ms in cal.costs.target)
-    assert cal.costs.draft[0][0] == 1 and cal.costs.overhead >= 0
+    assert [n for n, _ in cal.costs.draft] == [1, 2, 4] and cal.costs.overhead >= 0  # every level size timed
     assert set(cal.acceptance) == {0.0, 0.8} and set(cal.acceptance[0.8].rates) == {1, 2}
     assert all(0 <= a <= 1 for t in cal.acceptance.values() for v in t.rates.values() for a in v)
     assert calibrate.load_cached(cal.key, tmp_path) == cal
@@ -109,3 +109,25 @@ def test_a_hopeless_method_is_timed_no_further_and_stock_always_is(monkeypatch):
     assert table[4]["onednn"] == pytest.approx(20.0 * 1.4)
     assert calibrate.products.expand(calibrate.products.choose(table), (1, 2, 4), up_to=6) == {
         n: "onednn" for n in range(1, 7)}
+
+
+def test_the_curve_times_only_the_sizes_the_method_stage_did_not(monkeypatch):
+    """target_curve with `known` (the method stage's times with the chosen plan): those sizes are taken as they
+    are, the others timed after one untimed call each, and the curve comes out sorted by rows."""
+    calls = []
+
+    class Fake:
+        def __init__(self, pair, prompt_ids):
+            pass
+
+        def __call__(self, n, plan):
+            calls.append(n)
+            return 10.0 * n + len(calls) % 2  # the repeats differ by 1 ms
+
+    monkeypatch.setattr(calibrate, "_Forwards", Fake)
+    curve = calibrate.target_curve(None, [1], {}, rows=(1, 2, 3, 4, 6), repeats=3, known={1: 7.0, 4: 33.0})
+    assert [n for n, _ in curve] == [1, 2, 3, 4, 6]
+    assert dict(curve)[1] == 7.0 and dict(curve)[4] == 33.0
+    assert sorted(set(calls)) == [2, 3, 6] and len(calls) == 3 * 4
+    assert dict(curve)[2] == 20.0 and dict(curve)[3] == 30.0  # medians of (n0, n1, n0): the first call untimed
+

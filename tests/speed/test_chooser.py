@@ -77,3 +77,30 @@ def test_a_width_never_measured_takes_the_widest_below_it():
     table = AcceptanceTable({1: (0.5,), 2: (0.7,)})
     assert table.rate(3, 1) == 0.7 and table.rate(1, 4) == 0.5
     assert expected_tokens((3, 2, 2), table) == pytest.approx(1 + 0.7 + 0.49 + 0.343)
+
+
+def test_a_steps_rest_grows_with_its_rows():
+    """The rest of a step (warp, verify, commit) is overhead + overhead_per_row x rows: a tree of 7 rows pays
+    more than a one-row target-alone step, and the prediction charges each its own."""
+    costs = StepCosts(target=((1, 30.0), (8, 40.0)), draft=((1, 3.0), (2, 6.0)), overhead=1.0, overhead_per_row=0.25)
+    assert costs.alone_ms() == pytest.approx(30.0 + 1.0 + 0.25)
+    nodes = 1 + 2 + 4  # (2, 2): levels over 1 and 2 parents
+    assert costs.step_ms((2, 2)) == pytest.approx(3.0 + 6.0 + costs.target_ms(nodes) + 1.0 + 0.25 * nodes)
+    assert StepCosts.from_dict(costs.to_dict()) == costs
+    old = {k: v for k, v in costs.to_dict().items() if k != "overhead_per_row"}  # a trace from before the field
+    assert StepCosts.from_dict(old).overhead_per_row == 0.0
+    with pytest.raises(ValueError, match="overhead_per_row"):
+        StepCosts(target=((1, 1.0),), draft=((1, 1.0),), overhead_per_row=-1.0)
+
+
+def test_the_rest_line_fits_the_median_rest_of_each_size():
+    """calibrate.rest_line: one disturbed step at a size moves nothing (a median per size), the line goes
+    through the sizes' medians, and a single size gives a flat rest."""
+    from decoding.speed.calibrate import rest_line
+
+    points = [(1, 1.2), (1, 1.2), (1, 40.0), (3, 1.7), (3, 1.7), (7, 2.7), (7, 2.7), (7, 2.7)]
+    intercept, slope = rest_line(points)
+    assert slope == pytest.approx(0.25, abs=0.02) and intercept == pytest.approx(0.95, abs=0.05)
+    assert rest_line([(7, 2.0), (7, 3.0), (7, 9.0)]) == (3.0, 0.0)
+    assert rest_line([(1, 2.0), (5, 1.0)]) == (pytest.approx(1.5), 0.0)  # a falling line: flat at the mean
+    assert rest_line([]) == (0.0, 0.0)
