@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 
-import numpy as np
 import torch
 
 from decoding.models.packed_linear import PackedProjection
@@ -40,7 +39,8 @@ def _stock(proj: PlannedProjection, x: torch.Tensor) -> torch.Tensor:
 
 
 def _numpy(proj: PlannedProjection, x: torch.Tensor) -> torch.Tensor:
-    out = torch.from_numpy(x.detach().contiguous().numpy() @ numpy_weight(proj.inner))  # [M, out]
+    w_t = proj.weight.detach().numpy().T  # [in, out], a transposed view: BLAS reads it as is, no copy
+    out = torch.from_numpy(x.detach().contiguous().numpy() @ w_t)  # [M, out]
     return out if proj.bias is None else out + proj.bias
 
 
@@ -66,12 +66,7 @@ def onednn_weight(inner: PackedProjection) -> torch.Tensor:
     return _kept_copy(inner, "onednn", lambda w: torch.ops.mkldnn._reorder_linear_weight(w, ONEDNN_ROWS_HINT))
 
 
-def numpy_weight(inner: PackedProjection) -> np.ndarray:
-    """The weight as a C-contiguous [in, out] float32 array."""
-    return _kept_copy(inner, "numpy", lambda w: np.ascontiguousarray(w.numpy().T))
-
-
-COPIES = {"onednn": "onednn_packed", "numpy": "numpy_transposed"}  # method -> attribute of its weight copy
+COPIES = {"onednn": "onednn_packed"}  # method -> the attribute holding its copy of the weight
 
 
 def _kept_copy(inner: PackedProjection, method: str, make: Callable[[torch.Tensor], object]):
@@ -91,7 +86,7 @@ PRODUCTS: dict[str, Product] = {
     "stock": Product("F.linear (MKL); MKL's pre-packed GEMM from 4 rows inside a tree forward", _stock),
     "onednn": Product("oneDNN's linear on a weight reordered once (torch's mkldnn build)", _onednn,
                       onednn_available),
-    "numpy": Product("numpy's matmul (its BLAS, OpenBLAS in the wheels) on a transposed copy of the weight", _numpy),
+    "numpy": Product("numpy's matmul (its BLAS, OpenBLAS in the wheels) on the weight's transposed view", _numpy),
     "split": Product(f"F.linear over {SPLITS} column blocks of the weight, concatenated", _split),
 }
 
@@ -163,7 +158,7 @@ def release_copies(lean, keep: set[str] | frozenset[str] = frozenset()) -> int:
         for method, attr in COPIES.items():
             copy = getattr(inner, attr, None)
             if method not in keep and copy is not None:
-                freed += copy.nbytes if isinstance(copy, np.ndarray) else copy.numel() * copy.element_size()
+                freed += copy.numel() * copy.element_size()
                 with inner.lock:
                     setattr(inner, attr, None)
     return freed
