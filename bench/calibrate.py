@@ -4,14 +4,16 @@
 
 Prints the machine key (CPU model, torch build, threads), the target forward with every product method
 (models/few_rows.PRODUCTS) at a few row counts and the plan chosen, the target forward's 1..32-row cost
-curve before and after the plan, the draft and step costs, the acceptance by depth, and per temperature the
-predicted tokens per second of the best shapes against the target alone. The calibration is cached (the
-path is printed); --force measures again.
+curve before and after the plan, the draft and step costs, transformers' own one-token forward against the
+calibrated one (is the target alone, the chooser's fallback, faster than plain decoding here?), the acceptance
+by depth, and per temperature the predicted tokens per second of the best shapes against the target alone.
+The calibration is cached (the path is printed); --force measures again.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 
@@ -67,6 +69,41 @@ def choice_table(choice, top: int) -> str:
     return "\n".join(lines)
 
 
+def generate_forward_ms(pair, prompt: str, repeats: int = 5) -> float | None:
+    """Median ms of transformers' own one-token forward on a cached context (what `generate()` runs per
+    token), on the pair's target model; None for a pair without one. The calibration does not time it: the
+    line it prints is the check that the target alone, the chooser's fallback, is not slower than plain
+    decoding on this machine (`bench speed` measures it end to end)."""
+    model = pair.target_model
+    if model is None:
+        return None
+    from decoding.run import engine
+    from decoding.run.config import DecodeConfig
+
+    ids = torch.tensor([engine.encode(pair, DecodeConfig(), prompt)], device=model.device)  # [1, P]
+    times = []
+    with torch.inference_mode():
+        out = model(input_ids=ids, use_cache=True)
+        for _ in range(repeats + 1):  # the first call untimed
+            token = out.logits[:, -1:].argmax(-1)  # [1, 1]
+            start = time.perf_counter()
+            out = model(input_ids=token, past_key_values=out.past_key_values, use_cache=True)
+            times.append(1000 * (time.perf_counter() - start))
+    return statistics.median(times[1:])
+
+
+def generate_line(pair, cal) -> str:
+    from decoding.speed.calibrate import prompts_for
+
+    ms = generate_forward_ms(pair, prompts_for(cal.key["pair"])[0])
+    if ms is None:
+        return "transformers' own forward: none (this pair has no transformers target)"
+    alone = cal.costs.target_ms(1)
+    verdict = "faster" if alone < ms else "NOT faster: plain generate() may beat every choice here"
+    return (f"transformers' own one-token forward (what generate() runs): {ms:.1f} ms; the calibrated one-row "
+            f"forward: {alone:.1f} ms ({ms / alone:.2f}x: the target alone is {verdict})")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     temps = [float(t) for t in args.temperatures.split(",") if t.strip()]
@@ -91,7 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     print("target forward, N rows on a cached context (median ms):\n" + curve_table(cal) + "\n")
     draft = ", ".join(f"{n} rows {ms:.1f} ms" for n, ms in cal.costs.draft)
     print(f"draft, one level: {draft}; the rest of a step: {cal.costs.overhead:.1f} ms + "
-          f"{cal.costs.overhead_per_row:.2f} ms a row\n")
+          f"{cal.costs.overhead_per_row:.2f} ms a row")
+    print(generate_line(pair, cal) + "\n")
     for pick, t in zip(picks, temps, strict=True):
         table = cal.table(t)
         rates = "; ".join(f"k={k}: " + " ".join(f"{a:.2f}" for a in v) for k, v in sorted(table.rates.items()))

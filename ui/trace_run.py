@@ -113,10 +113,14 @@ def config_of(trace: Trace, controlled: DecodeConfig) -> DecodeConfig:
     return config
 
 
+MACHINE_KEYS = ("device", "products")  # what a trace's models say of the machine, not of the pair
+
+
 def check_pair(trace: Trace, here: dict) -> None:
-    """The pair loaded here is the trace's (device aside: the replay itself checks that the tokens agree)."""
-    recorded = {k: v for k, v in trace.models.items() if k != "device"}
-    loaded = {k: v for k, v in here.items() if k != "device"}
+    """The pair loaded here is the trace's (device and the product plan aside: either changes p by float
+    rounding at most, and the replay itself checks that the tokens agree)."""
+    recorded = {k: v for k, v in trace.models.items() if k not in MACHINE_KEYS}
+    loaded = {k: v for k, v in here.items() if k not in MACHINE_KEYS}
     if recorded != loaded:
         key = next(k for k in sorted(set(recorded) | set(loaded)) if recorded.get(k) != loaded.get(k))
         raise NotContinued(f"the {trace.models.get('kind')} pair here differs from the trace's ({key}: "

@@ -167,3 +167,23 @@ def release_copies(lean, keep: set[str] | frozenset[str] = frozenset()) -> int:
 def plan_of(lean) -> dict[int, str]:
     """The plan on the lean target's head (apply_plan puts the same one on every product); {} when stock."""
     return dict(lean.head.plan) if isinstance(lean.head, PlannedProjection) else {}
+
+
+def describe_plan(plan: dict[int, str], up_to: int) -> str:
+    """The plan in words, as row ranges: 'onednn for 1-64 rows', 'numpy for 1 row; stock for 2-64 rows'."""
+    runs: list[tuple[int, int, str]] = []
+    for n in range(1, up_to + 1):
+        method = plan.get(n, "stock")
+        if runs and runs[-1][2] == method:
+            runs[-1] = (runs[-1][0], n, method)
+        else:
+            runs.append((n, n, method))
+    return "; ".join(f"{m} for {a} row{'s' * (a > 1)}" if a == b else f"{m} for {a}-{b} rows" for a, b, m in runs)
+
+
+def plan_words(model, up_to: int = 64) -> str | None:
+    """What computes a model's products, in words, when it is a lean target with a plan on; else None (what
+    a trace records: another plan gives the same p up to float rounding)."""
+    head = getattr(model, "head", None)
+    return describe_plan(head.plan, up_to) if isinstance(head, PlannedProjection) and hasattr(model, "lean_layers") \
+        else None

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 import torch
 
-from decoding.models import draft_head, embedded, fast_draft, lean_draft, lean_target, lookup, toy
+from decoding.models import draft_head, embedded, fast_draft, few_rows, lean_draft, lean_target, lookup, toy
 from decoding.models.codec import Codec, HFCodec, eos_ids_of, max_context_of
 from decoding.models.feature_target import FeatureTreeLM
 from decoding.models.head_draft import HeadTreeLM
@@ -129,6 +129,9 @@ class ModelPair:
                "device": self.device, "dtype": self.dtype, "vocab_size": self.vocab_size}
         if self.draft_dtype:
             out["draft_dtype"] = self.draft_dtype
+        products = few_rows.plan_words(getattr(self.target_session(), "model", None))
+        if products:
+            out["products"] = products  # the machine's product plan (decoding/speed): p up to float rounding
         return out
 
 

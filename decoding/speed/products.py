@@ -12,6 +12,8 @@ largest measured size at or below it).
 
 from __future__ import annotations
 
+from decoding.models.few_rows import describe_plan
+
 MARGIN = 0.10  # a method must beat stock by 10 % to be chosen
 PLAN_ROWS_MAX = 64  # the largest tree forward the plan covers (the packed buckets' largest)
 
@@ -45,11 +47,4 @@ def expand(chosen: dict[int, str], measured: tuple[int, ...], up_to: int = PLAN_
 
 def describe(plan: dict[int, str], up_to: int = PLAN_ROWS_MAX) -> str:
     """The plan in words, as row ranges: 'onednn for 1-64 rows', 'numpy for 1 row; stock for 2-64 rows'."""
-    runs: list[tuple[int, int, str]] = []
-    for n in range(1, up_to + 1):
-        method = plan.get(n, "stock")
-        if runs and runs[-1][2] == method:
-            runs[-1] = (runs[-1][0], n, method)
-        else:
-            runs.append((n, n, method))
-    return "; ".join(f"{m} for {a} row{'s' * (a > 1)}" if a == b else f"{m} for {a}-{b} rows" for a, b, m in runs)
+    return describe_plan(plan, up_to)

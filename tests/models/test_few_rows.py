@@ -109,3 +109,22 @@ def test_the_choice_made_at_a_measured_size_holds_up_to_the_next_one():
     plan = products.expand({1: "onednn", 4: "numpy"}, measured=(1, 2, 4, 8), up_to=10)
     assert plan == {1: "onednn", 4: "numpy", 5: "numpy", 6: "numpy", 7: "numpy"}  # 2, 3 and 8.. kept stock
     assert products.expand({2: "split"}, measured=(2, 8), up_to=3) == {1: "split", 2: "split", 3: "split"}
+
+
+def test_a_trace_records_the_product_plan_its_p_was_computed_with(tiny_matching_folders):
+    from decoding.models import pairs
+    from decoding.run import engine
+    from decoding.run.config import DecodeConfig
+    from decoding.speed.calibrate import lean_target_of
+
+    target, draft = tiny_matching_folders
+    pair = pairs.load_pair("custom", target=str(target), draft=str(draft), device="cpu")
+    lean = lean_target_of(pair)
+    assert lean is not None and "products" not in pair.describe()
+    apply_plan(lean, {n: "split" for n in range(1, 3)})
+    try:
+        trace = engine.generate(pair, DecodeConfig(branching=(1,), max_new_tokens=3), "a b c")
+        assert trace.models["products"] == pair.describe()["products"] == "split for 1-2 rows; stock for 3-64 rows"
+    finally:
+        apply_plan(lean, {})
+    assert "products" not in pair.describe()

@@ -206,6 +206,20 @@ def test_a_pair_that_fails_to_load_leaves_the_replay(trace_body, tmp_path, monke
     assert session.run is None and "the hub is unreachable" in status and len(session.steps) == 2
 
 
+def test_a_trace_made_on_another_machine_continues(trace_body, tmp_path) -> None:
+    """A trace's models also say what the machine computed p with (device, the product plan of its
+    calibration): another machine's are no reason to refuse, where another pair is (the vocab_size case)."""
+    body = json.loads(json.dumps(trace_body))
+    body["models"] |= {"products": "onednn for 1-64 rows", "device": "cuda"}
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(body), encoding="utf-8")
+    runs = RunCache()
+    session, _, status = imported(VIEWS, str(path), runs)
+    assert session.run is not None and len(runs) == 1, status
+    after = step(VIEWS, session, raw(BRANCHING), runs)
+    assert len(after.steps) == 3  # the trace's two steps, then one more of the same run
+
+
 def test_an_import_replaces_the_pages_run(trace_body, tmp_path) -> None:
     runs = RunCache()
     mine = step(VIEWS, None, raw(replace(BRANCHING, seed=9)), runs)
