@@ -111,20 +111,21 @@ def test_the_choice_made_at_a_measured_size_holds_up_to_the_next_one():
     assert products.expand({2: "split"}, measured=(2, 8), up_to=3) == {1: "split", 2: "split", 3: "split"}
 
 
-def test_a_trace_records_the_product_plan_its_p_was_computed_with(tiny_matching_folders):
+def test_a_pair_describes_the_product_plan_its_p_is_computed_with(tiny, tiny_matching_folders):
+    """ModelPair.describe() (what a trace's `models` records) names the lean target's plan while one is on."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
     from decoding.models import pairs
-    from decoding.run import engine
-    from decoding.run.config import DecodeConfig
-    from decoding.speed.calibrate import lean_target_of
 
     target, draft = tiny_matching_folders
-    pair = pairs.load_pair("custom", target=str(target), draft=str(draft), device="cpu")
-    lean = lean_target_of(pair)
-    assert lean is not None and "products" not in pair.describe()
+    lean = lean_target.LeanFloatLlama(tiny)
+    pair = replace(pairs.load_pair("custom", target=str(target), draft=str(draft), device="cpu"),
+                   new_target=lambda: SimpleNamespace(model=lean))  # a session over this lean target
+    assert "products" not in pair.describe() and few_rows.plan_words(lean) is None
     apply_plan(lean, {n: "split" for n in range(1, 3)})
     try:
-        trace = engine.generate(pair, DecodeConfig(branching=(1,), max_new_tokens=3), "a b c")
-        assert trace.models["products"] == pair.describe()["products"] == "split for 1-2 rows; stock for 3-64 rows"
+        assert pair.describe()["products"] == "split for 1-2 rows; stock for 3-64 rows"
     finally:
         apply_plan(lean, {})
-    assert "products" not in pair.describe()
+    assert "products" not in pair.describe() and few_rows.plan_words(tiny) is None  # not a lean target
