@@ -38,6 +38,7 @@ from decoding.verify.tree import DraftTree
 CALIBRATION_VERSION = 3  # 2: the plan covers every product, chosen from whole forwards; 3: the rest per row
 ROWS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)  # target forward sizes timed (a chain of 8 is 9 rows)
 PLAN_ROWS = (1, 2, 4, 8, 16)  # sizes every product method is timed at
+ONE_ROW_EXTRA = 4  # more repeats of the one-row forward in the curve (cheap, and every speed-up's base)
 DROP = 2.0  # a method this many times slower than the fastest at a size is timed no further
 TEMPERATURES = (0.0, 0.8)
 CALIBRATION_PROMPTS = (
@@ -149,7 +150,9 @@ def measure(pair, key: dict, progress: Progress) -> Calibration:
         release_copies(lean, set(plan.values()))  # the losers' weight copies (a model's size each)
     else:
         notes.append("no lean CPU target: the stock products only")
-    timed = {n: by[plan.get(n, "stock")] for n, by in forward_ms.items()}  # the plan's own, at PLAN_ROWS
+    # the plan's own times at PLAN_ROWS, but 1 row timed again with more repeats: the target alone's cost,
+    # the base of every predicted speed-up (2 samples in the method stage: one disturbed call moved it 15 %)
+    timed = {n: by[plan.get(n, "stock")] for n, by in forward_ms.items() if n > 1}
     progress(f"timing target forwards of the other sizes up to {ROWS[-1]} rows with the plan")
     planned = target_curve(pair, prompt_ids, plan if lean is not None else None, known=timed)
     if lean is not None:
@@ -172,7 +175,7 @@ def target_curve(pair, prompt_ids: list[int], plan: dict[int, str] | None, rows:
     forward, known = _Forwards(pair, prompt_ids), dict(known or {})
     curve = dict(known)
     for n in (n for n in rows or ROWS if n not in known):
-        times = [forward(n, plan) for _ in range(repeats + 1)][1:]  # the first call untimed
+        times = [forward(n, plan) for _ in range(repeats + 1 + ONE_ROW_EXTRA * (n == 1))][1:]  # the first untimed
         curve[n] = statistics.median(times)
     return tuple(sorted(curve.items()))
 
