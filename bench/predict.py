@@ -9,7 +9,9 @@ For each prompt, shape and repeat (seed = the repeat):
 - one fast run (record=False, what fastest() returns) with the same seed is timed step by step. Measured
   tokens/s = the tokens of its steps after the first / their wall time: the first step pays the prompt's
   prefill, which a per-step prediction leaves out.
-Per shape, the report gives the median and range over prompts of predicted / measured tokens/s, split into
+Per shape, the report gives the median and range over prompts of predicted / measured tokens/s, the same for
+the speed-up over the target alone of the same prompt and seed (a machine whose speed drifts between the
+calibration and the runs moves every shape's tokens/s alike, and the choice not at all), and the split into
 tokens per step and ms per step (so an error is seen to come from the acceptance or from the costs).
 """
 
@@ -70,11 +72,24 @@ class Sample:
     predicted_ms: float
     measured_tokens: float
     measured_ms: float
+    case: tuple[str, int] = ("", 0)  # (prompt, seed): the target alone's sample of the same case is the base
 
     @property
     def ratio(self) -> float:
         """Predicted / measured tokens per second."""
         return (self.predicted_tokens / self.predicted_ms) / (self.measured_tokens / self.measured_ms)
+
+
+def relative_ratios(samples: list[Sample]) -> dict[tuple[int, ...], list[float]]:
+    """levels -> per case, the predicted over the measured speed-up against the target alone of the same case:
+    the machine's speed drifting between the calibration and the runs cancels out (a VM's did by 5-10 %)."""
+    alone = {s.case: s for s in samples if not s.levels}
+    out: dict[tuple[int, ...], list[float]] = {}
+    for s in samples:
+        base = alone.get(s.case)
+        if s.levels and base is not None:
+            out.setdefault(s.levels, []).append(s.ratio / base.ratio)
+    return out
 
 
 def config_of(levels: tuple[int, ...], temperature: float, seed: int, max_new: int):
@@ -118,25 +133,31 @@ def sample(pair, cal, levels: tuple[int, ...], temperature: float, seed: int, pr
     else:
         predicted = chooser.predict((), cal.costs, cal.table(temperature))
     tokens, ms, steps = timed_steps(pair, config, prompt)
-    return Sample(levels, predicted.tokens_per_step, predicted.step_ms, tokens / max(steps, 1), ms / max(steps, 1))
+    return Sample(levels, predicted.tokens_per_step, predicted.step_ms, tokens / max(steps, 1), ms / max(steps, 1),
+                  (prompt, seed))
 
 
 def report(samples: list[Sample]) -> str:
-    """Per shape: median predicted and measured, and the median [min-max] of predicted / measured."""
+    """Per shape: median predicted and measured, the median [min-max] of predicted / measured tokens/s, and the
+    same for the speed-up over the target alone (relative_ratios)."""
     lines = ["| shape | tok/s predicted | tok/s measured | predicted / measured: median [range] | "
-             "tokens/step pred / meas | ms/step pred / meas |", "|---|---|---|---|---|---|"]
+             "x target alone, predicted / measured: median [range] | tokens/step pred / meas | "
+             "ms/step pred / meas |", "|---|---|---|---|---|---|---|"]
+    relative = relative_ratios(samples)
     for levels in dict.fromkeys(s.levels for s in samples):
         mine = [s for s in samples if s.levels == levels]
         med = {name: statistics.median(getattr(s, name) for s in mine)
                for name in ("predicted_tokens", "predicted_ms", "measured_tokens", "measured_ms")}
-        ratios = [s.ratio for s in mine]
-        label = Prediction(levels, 1.0, 1.0).label()
         lines.append(
-            f"| {label} | {1000 * med['predicted_tokens'] / med['predicted_ms']:.1f} | "
-            f"{1000 * med['measured_tokens'] / med['measured_ms']:.1f} | {statistics.median(ratios):.2f} "
-            f"[{min(ratios):.2f}-{max(ratios):.2f}] | {med['predicted_tokens']:.2f} / {med['measured_tokens']:.2f} | "
+            f"| {Prediction(levels, 1.0, 1.0).label()} | {1000 * med['predicted_tokens'] / med['predicted_ms']:.1f} | "
+            f"{1000 * med['measured_tokens'] / med['measured_ms']:.1f} | {_spread([s.ratio for s in mine])} | "
+            f"{_spread(relative.get(levels, []))} | {med['predicted_tokens']:.2f} / {med['measured_tokens']:.2f} | "
             f"{med['predicted_ms']:.1f} / {med['measured_ms']:.1f} |")
     return "\n".join(lines)
+
+
+def _spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f} [{min(values):.2f}-{max(values):.2f}]" if values else "-"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,13 +23,15 @@ def test_shapes_parse_and_bad_ones_say_what_is_wrong():
 
 
 def test_the_report_is_predicted_over_measured_tokens_per_second():
-    samples = [predict.Sample((1, 1), 2.0, 40.0, 1.5, 30.0),  # 50 tok/s predicted, 50 measured: 1.00
-               predict.Sample((1, 1), 2.0, 40.0, 1.0, 25.0),  # 50 / 40: 1.25
-               predict.Sample((), 1.0, 25.0, 1.0, 20.0)]  # 40 / 50: 0.80
-    assert [round(s.ratio, 2) for s in samples] == [1.0, 1.25, 0.8]
+    samples = [predict.Sample((1, 1), 2.0, 40.0, 1.5, 30.0, ("a", 0)),  # 50 tok/s predicted, 50 measured: 1.00
+               predict.Sample((1, 1), 2.0, 40.0, 1.0, 25.0, ("b", 0)),  # 50 / 40: 1.25
+               predict.Sample((), 1.0, 25.0, 1.0, 20.0, ("a", 0)),  # 40 / 50: 0.80
+               predict.Sample((), 1.0, 25.0, 1.0, 25.0, ("b", 0))]  # 40 / 40: 1.00
+    assert [round(s.ratio, 2) for s in samples] == [1.0, 1.25, 0.8, 1.0]
+    assert predict.relative_ratios(samples) == {(1, 1): [pytest.approx(1.25), pytest.approx(1.25)]}
     lines = predict.report(samples).splitlines()
-    assert lines[2].startswith("| sd 1,1 | 50.0 |") and "1.12 [1.00-1.25]" in lines[2]
-    assert lines[3].startswith("| target alone | 40.0 | 50.0 | 0.80 [0.80-0.80]")
+    assert lines[2].startswith("| sd 1,1 | 50.0 |") and "| 1.12 [1.00-1.25] | 1.25 [1.25-1.25] |" in lines[2]
+    assert lines[3].startswith("| target alone | 40.0 | 44.4 | 0.90 [0.80-1.00] | - |")
 
 
 @pytest.mark.parametrize("levels", [(), (1, 1), (2, 1)])
