@@ -5,8 +5,8 @@ pair, machine.py, as a small JSON; `force` redoes it):
 - the target forward for PLAN_ROWS rows with every product method of models/few_rows.PRODUCTS this torch
   build has, on every product of the lean target; the plan takes the fastest per row count (products.py);
 - the target forward for 1..32 rows (a chain fed on a cached context and committed, as a step does) with
-  the plan (the curve after: the method stage's times at PLAN_ROWS, the other sizes of ROWS timed with the
-  plan on; the curve before is the stock method's at PLAN_ROWS);
+  the plan (the curve after: the method stage's times at PLAN_ROWS above 1, the other sizes of ROWS and 1 row
+  again, with more repeats, timed with the plan on; the curve before is the stock method's at PLAN_ROWS);
 - the draft, per level of 1, 2 and 4 parents, and the rest of a step (warp, verify, commit) as a line in the
   tree's rows, from real engine steps;
 - the acceptance (acceptance.py) from those steps' own p and q rows: chains at T = 0, chains and trees of
