@@ -67,6 +67,7 @@ def onednn_weight(inner: PackedProjection) -> torch.Tensor:
 
 
 COPIES = {"onednn": "onednn_packed"}  # method -> the attribute holding its copy of the weight
+COPY_MAKERS = {"onednn": onednn_weight}  # method -> what makes (or returns the kept) copy
 
 
 def _kept_copy(inner: PackedProjection, method: str, make: Callable[[torch.Tensor], object]):
@@ -148,6 +149,16 @@ def apply_plan(lean, plan: dict[int, str]) -> None:
 def products_of(lean) -> list[PackedProjection]:
     """Every product of the lean target (the head and each layer's projections), without plans."""
     return [unwrapped(getattr(owner, name)) for owner, name in _slots(lean)]
+
+
+def prepare_copies(lean, method: str) -> None:
+    """Make `method`'s weight copies for every product of the lean target now (a calibration makes them
+    before it times a forward); nothing for a method without copies or without a lean target."""
+    make = COPY_MAKERS.get(method)
+    if lean is None or make is None:
+        return
+    for inner in products_of(lean):
+        make(inner)
 
 
 def release_copies(lean, keep: set[str] | frozenset[str] = frozenset()) -> int:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from decoding.models.few_rows import apply_plan, available_products, release_copies
+from decoding.models.few_rows import apply_plan, available_products, prepare_copies, release_copies
 from decoding.models.target import score_tree
 from decoding.run import engine
 from decoding.run.config import Branching, DecodeConfig
@@ -37,7 +37,8 @@ from decoding.verify.tree import DraftTree
 
 CALIBRATION_VERSION = 3  # 2: the plan covers every product, chosen from whole forwards; 3: the rest per row
 ROWS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)  # target forward sizes timed (a chain of 8 is 9 rows)
-PLAN_ROWS = (1, 2, 4, 8, 16)  # sizes every product method is timed at
+PLAN_ROWS = (1, 2, 4, 8)  # sizes every product method is timed at (a plan's choice at 8 holds above it)
+FLAT_ROWS, STEEP = 16, 1.25  # sizes above FLAT_ROWS are timed only where FLAT_ROWS rows cost <= STEEP x one
 ONE_ROW_EXTRA = 4  # more repeats of the one-row forward in the curve (cheap, and every speed-up's base)
 DROP = 2.0  # a method this many times slower than the fastest at a size is timed no further
 TEMPERATURES = (0.0, 0.8)
@@ -141,11 +142,11 @@ def measure(pair, key: dict, progress: Progress) -> Calibration:
     lean, notes = lean_target_of(pair), []
     prompts = prompts_for(key["pair"])
     prompt_ids = engine.encode(pair, DecodeConfig(), prompts[0])
-    plan, forward_ms = {}, {}
+    plan, forward_ms, forward = {}, {}, _Forwards(pair, prompt_ids)  # one prefill serves both stages
     if lean is not None and lean.device.type == "cpu":
         methods = available_products()
         progress(f"timing the target forward with each product method ({', '.join(methods)})")
-        forward_ms = method_table(pair, prompt_ids, methods)
+        forward_ms = method_table(pair, prompt_ids, methods, forward=forward)
         plan = products.expand(products.choose(forward_ms), PLAN_ROWS)
         release_copies(lean, set(plan.values()))  # the losers' weight copies (a model's size each)
     else:
@@ -154,7 +155,7 @@ def measure(pair, key: dict, progress: Progress) -> Calibration:
     # the base of every predicted speed-up (2 samples in the method stage: one disturbed call moved it 15 %)
     timed = {n: by[plan.get(n, "stock")] for n, by in forward_ms.items() if n > 1}
     progress(f"timing target forwards of the other sizes up to {ROWS[-1]} rows with the plan")
-    planned = target_curve(pair, prompt_ids, plan if lean is not None else None, known=timed)
+    planned = target_curve(pair, prompt_ids, plan if lean is not None else None, known=timed, forward=forward)
     if lean is not None:
         apply_plan(lean, plan)  # the drafted steps run with it
     stock = tuple((n, by["stock"]) for n, by in sorted(forward_ms.items())) or planned  # the curve before
@@ -166,38 +167,53 @@ def measure(pair, key: dict, progress: Progress) -> Calibration:
 
 
 def target_curve(pair, prompt_ids: list[int], plan: dict[int, str] | None, rows: tuple[int, ...] | None = None,
-                 repeats: int = 3, known: dict[int, float] | None = None) -> tuple[tuple[int, float], ...]:
+                 repeats: int = 3, known: dict[int, float] | None = None, forward: _Forwards | None = None
+                 ) -> tuple[tuple[int, float], ...]:
     """(rows, median ms) of one target forward over a chain of `rows` nodes on a cached context, each followed
     by the commit a step makes (root kept), with `plan` put on the lean target (None: the pair's forward as it
-    is). Sizes in `known` (already timed with this plan: the method stage's) are not timed again. One size at
+    is). Sizes in `known` (already timed with this plan: the method stage's) are not timed again, and sizes
+    above FLAT_ROWS only while the curve is flat (on a 2-core CPU, 16 rows cost 1.4x one: timing 24 and 32 was
+    0.55 s of a calibration that should take under 10 s, for trees no choice takes there). One size at
     a time, after one untimed call each: a run repeats one tree size, and MKL's packed products keep only a few
     row buckets packed (packed_linear.py), so interleaving sizes would time the repacking no run pays."""
-    forward, known = _Forwards(pair, prompt_ids), dict(known or {})
+    forward, known = forward or _Forwards(pair, prompt_ids), dict(known or {})
     curve = dict(known)
-    for n in (n for n in rows or ROWS if n not in known):
-        times = [forward(n, plan) for _ in range(repeats + 1 + ONE_ROW_EXTRA * (n == 1))][1:]  # the first untimed
-        curve[n] = statistics.median(times)
+    for n in sorted(rows or ROWS):
+        if n > FLAT_ROWS and _steep(curve):
+            break  # no tree this large can pay on this curve: the chooser extends its last slope
+        if n not in known:
+            times = [forward(n, plan) for _ in range(repeats + 1 + ONE_ROW_EXTRA * (n == 1))][1:]  # first untimed
+            curve[n] = statistics.median(times)
     return tuple(sorted(curve.items()))
 
 
+def _steep(curve: dict[int, float]) -> bool:
+    """Whether FLAT_ROWS rows already cost more than STEEP x one row (a CPU's curve; a GPU's stays flat)."""
+    return 1 in curve and FLAT_ROWS in curve and curve[FLAT_ROWS] > STEEP * curve[1]
+
+
 def method_table(pair, prompt_ids: list[int], methods: tuple[str, ...], rows: tuple[int, ...] = PLAN_ROWS,
-                 repeats: int = 2) -> dict[int, dict[str, float]]:
+                 repeats: int = 2, forward: _Forwards | None = None) -> dict[int, dict[str, float]]:
     """rows -> method -> median ms of the target forward with `method` on every product (as target_curve
-    times it). A method whose first timed forward costs more than DROP x the fastest one's at that size is not
-    timed further, at that size or any larger one (it cannot be chosen; on a 2-core VM numpy's forward took
-    0.8 s against 40 ms, and timing it everywhere would be most of the calibration). Stock is always timed."""
-    forward = _Forwards(pair, prompt_ids)
+    times it). A method that cannot be chosen is timed no further, at that size or any larger one: one whose
+    untimed first forward costs more than 2 x DROP x the fastest first forward (the weight copies are made
+    before, so a first forward is a forward), or whose first timed forward costs more than DROP x the fastest
+    one's. On a 2-core VM numpy's forward took 0.26 s against 35 ms: timing it everywhere would be a third of
+    the calibration. Stock, the baseline, is always timed."""
+    forward = forward or _Forwards(pair, prompt_ids)
+    for method in methods:  # oneDNN's reorder (0.25 s once) is not a forward's cost
+        prepare_copies(getattr(forward, "lean", None), method)
     alive, table = list(methods), {}
     for n in rows:
         times: dict[str, list[float]] = {m: [] for m in alive}
         for i in range(repeats + 1):
-            for m in list(alive):
-                ms = forward(n, products.uniform(m))
+            first = {m: forward(n, products.uniform(m)) for m in alive}
+            for m, ms in first.items():
                 if i:
                     times[m].append(ms)
-            if i == 1:  # after the first timed round: drop the hopeless
-                best = min(times[m][0] for m in alive)
-                alive = [m for m in alive if m == "stock" or times[m][0] <= DROP * best]
+            limit = (2 * DROP if i == 0 else DROP) * min(first.values())
+            if i <= 1:  # after the untimed round and the first timed one: drop the hopeless
+                alive = [m for m in alive if m == "stock" or first[m] <= limit]
         table[n] = {m: statistics.median(ms) for m, ms in times.items() if ms}
     return table
 
@@ -259,7 +275,7 @@ def steps_and_acceptance(pair, prompts: tuple[str, ...], new_tokens: int = 24, d
         widths = (1,) if temperature == 0 else (1, 2)
         tables[temperature] = acceptance.table_from_rows(rows, widths)
     draft, wide_rests = draft_curve(pair, prompts, statistics.median(per_level) if per_level else 0.0)
-    alone = DecodeConfig(verifier="sd", shape=Branching((1,)), drafting=False, max_new_tokens=8, seed=0)
+    alone = DecodeConfig(verifier="sd", shape=Branching((1,)), drafting=False, max_new_tokens=6, seed=0)
     steps, _ = _run_steps(pair, alone, prompts[0])
     return draft, rest_line(rests + wide_rests + _rests(steps)), tables
 

@@ -87,9 +87,10 @@ def test_a_tiny_pair_calibrates_end_to_end(tiny_matching_folders, tmp_path, monk
 
 
 def test_a_hopeless_method_is_timed_no_further_and_stock_always_is(monkeypatch):
-    """method_table on synthetic forward times: numpy 10x the fastest at 1 row is dropped for every larger size;
-    split within 2x stays; stock, the baseline, is never dropped however slow."""
-    cost = {"stock": 50.0, "onednn": 20.0, "numpy": 200.0, "split": 35.0}
+    """method_table on synthetic forward times: numpy 10x the fastest in the untimed first round is dropped
+    then (one call), split 3x is dropped after its first timed call (two calls), both for every larger size;
+    stock, the baseline, is never dropped however slow; a method within 2x stays."""
+    cost = {"stock": 50.0, "onednn": 20.0, "numpy": 200.0, "split": 60.0, "mkl2": 35.0}
     calls = []
 
     class Fake:
@@ -102,10 +103,10 @@ def test_a_hopeless_method_is_timed_no_further_and_stock_always_is(monkeypatch):
             return cost[method] * (1 + n / 10)
 
     monkeypatch.setattr(calibrate, "_Forwards", Fake)
-    table = calibrate.method_table(None, [1], ("stock", "onednn", "numpy", "split"), rows=(1, 2, 4), repeats=2)
-    assert set(table[1]) == {"stock", "onednn", "numpy", "split"}
-    assert set(table[2]) == set(table[4]) == {"stock", "onednn", "split"}
-    assert {n for n, m in calls if m == "numpy"} == {1} and len([c for c in calls if c == (1, "numpy")]) == 2
+    table = calibrate.method_table(None, [1], tuple(cost), rows=(1, 2, 4), repeats=2)
+    assert set(table[1]) == {"stock", "onednn", "split", "mkl2"}  # numpy: no timed call
+    assert set(table[2]) == set(table[4]) == {"stock", "onednn", "mkl2"}
+    assert calls.count((1, "numpy")) == 1 and calls.count((1, "split")) == 2 and calls.count((4, "stock")) == 3
     assert table[4]["onednn"] == pytest.approx(20.0 * 1.4)
     assert calibrate.products.expand(calibrate.products.choose(table), (1, 2, 4), up_to=6) == {
         n: "onednn" for n in range(1, 7)}
@@ -131,3 +132,23 @@ def test_the_curve_times_only_the_sizes_the_method_stage_did_not(monkeypatch):
     assert sorted(set(calls)) == [2, 3, 6] and len(calls) == 3 * 4
     assert dict(curve)[2] == 20.0 and dict(curve)[3] == 30.0  # medians of (n0, n1, n0): the first call untimed
 
+
+
+@pytest.mark.parametrize("sixteen, timed_above", [(21.0, [24, 32]), (60.0, [])])
+def test_sizes_above_sixteen_rows_are_timed_only_on_a_flat_curve(monkeypatch, sixteen, timed_above):
+    """A GPU-like curve (16 rows at 1.05x one) is timed to 32 rows, where deep trees may win; a CPU's steep one
+    (3x) stops at 16, and the chooser extends its last slope."""
+    calls = []
+
+    class Fake:
+        def __init__(self, pair, prompt_ids):
+            pass
+
+        def __call__(self, n, plan):
+            calls.append(n)
+            return 20.0 + n
+
+    monkeypatch.setattr(calibrate, "_Forwards", Fake)
+    curve = calibrate.target_curve(None, [1], {}, rows=(1, 8, 16, 24, 32), known={8: 21.0, 16: sixteen})
+    assert sorted(set(calls)) == [1, *timed_above]
+    assert [n for n, _ in curve] == [1, 8, 16, *timed_above]
