@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from decoding.models.target import score_tree
+from decoding.models.treelm import no_draft
 from decoding.run import adaptive
 from decoding.run import recorder as recording
 from decoding.run.config import Branching, DecodeConfig
@@ -83,7 +84,7 @@ class Run:
         self.generator.set_state(torch.tensor(list(self._state.rng_state), dtype=torch.uint8))
         context = self._context()
         self.target = self.pair.target_session()
-        self.draft = self.pair.draft_session(self.target)
+        self.draft = self.pair.draft_session(self.target) if self.config.drafting else no_draft(self.pair.vocab_size)
         self.target.start(context)
         self.draft.start(context)
         self._broken = False

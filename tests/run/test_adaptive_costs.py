@@ -3,6 +3,8 @@ costs travel in the config and the trace, and a run replayed from its trace's co
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from decoding.models import pairs as models
@@ -63,6 +65,18 @@ def test_not_drafting_is_plain_decoding(pair):
     plain = engine.baseline(pair, pair.encode_prompt(PROMPT, False), 20, config)
     assert trace.generated_ids == plain.ids
     assert all(len(s.nodes) == 1 and s.draft_forwards == 0 for s in trace.steps)
+
+
+def test_a_run_that_never_drafts_never_opens_the_pairs_draft(pair):
+    """The pair's draft would prefill the prompt for nothing (the int8 self-draft's prefill cost a target-alone
+    run 5 %): a drafting=False run follows the context without it, and emits plain decoding's tokens."""
+    def refused(*args):
+        raise AssertionError("the draft was opened")
+
+    config = DecodeConfig(verifier="sd", branching=(1,), drafting=False, chat=False, temperature=0.8, seed=4,
+                          max_new_tokens=12)
+    trace = engine.generate(replace(pair, new_draft=refused), config, PROMPT)
+    assert trace.generated_ids == engine.baseline(pair, pair.encode_prompt(PROMPT, False), 12, config).ids
 
 
 def test_bad_costs_in_a_trace_are_one_message():
