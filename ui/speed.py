@@ -17,6 +17,7 @@ from functools import partial
 import gradio as gr
 
 from decoding.run.config import Branching, DecodeConfig
+from decoding.run.seen import Seen
 from decoding.speed import acceptance, calibrate, chooser, products
 from decoding.speed.calibrate import Calibration
 from ui import decode
@@ -78,28 +79,33 @@ def facts_of(session: Session, runs: RunCache | None, force: bool,
     if progress is not None:
         progress(0.3, desc="calibrating this machine (once; then cached) ...")
     cal = calibrate.calibrated(pair, session.controls.pair, force=force)
-    rows = kept_rows(session, runs)  # steps not shown yet: their p/q rows
-    known = acceptance.known_from_records(session.steps)  # steps shown: their exact sd-family acceptance
+    rows, seen = live_evidence(session, runs)  # steps not shown yet: their p/q rows; shown: their numbers
+    # an imported trace has no live run: its shown records' exact sd-family acceptance is what is left
+    known = seen.ones if seen is not None else acceptance.known_from_records(session.steps)
     own = set(config.level_widths) if isinstance(config.shape, Branching) else set()
     widths = tuple(sorted({1, 2} | {k for k in own if k <= 4}))  # the run's own widths too (exact, on a sample)
     fallback = cal.table(config.temperature)
     ratios = {k: v[0] / fallback.rates[1][0] for k, v in fallback.rates.items() if fallback.rates[1][0] > 0}
+    if seen is not None and seen.ratio() is not None:
+        ratios[2] = seen.ratio()  # the run's own A(2) / A(1), sampled on the shown steps
     from_run = bool(rows or known)
     table = acceptance.table_from_rows(rows, widths, known, ratios) if from_run else fallback
     choice = chooser.choose(cal.costs, table, chains_only=config.temperature == 0)
     return _facts(cal, table, choice, session, config, from_run)
 
 
-def kept_rows(session: Session, runs: RunCache | None) -> list[acceptance.Row]:
-    """The (depth, p, q) rows the live run still keeps (its last steps), or [] (no live run, imported trace)."""
+def live_evidence(session: Session, runs: RunCache | None) -> tuple[list[acceptance.Row], Seen | None]:
+    """The live run's kept (depth, p, q) rows (its steps not shown yet) and the numbers it logged of the steps
+    shown (run/seen.py); ([], None) without a live run (an imported trace)."""
     if runs is None or session.run is None:
-        return []
+        return [], None
     live = runs.take(session.key, session.run)
     if live is None:
-        return []
+        return [], None
     try:
         steps = live.state.steps
-        return [row for r in steps for row in acceptance.rows_of_record(r, live.kept_rows(r.index) or [])]
+        rows = [row for r in steps for row in acceptance.rows_of_record(r, live.kept_rows(r.index) or [])]
+        return rows, live.seen
     finally:
         decode.keep(runs, session, live, None)
 

@@ -22,6 +22,7 @@ from decoding.run.config import Branching, DecodeConfig
 from decoding.run.drafting import draft_tree
 from decoding.run.schema import RunSummary, StepRecord, Trace
 from decoding.run.scored import ScoredTree
+from decoding.run.seen import Seen
 from decoding.verify.node_keys import NodeKeys
 from decoding.verify.sampling import draw, make_generator, warp
 from decoding.verify.step_law import expected_tokens
@@ -73,6 +74,7 @@ class Run:
         self.replaying = replaying  # re-running known steps (run/replay.py): no records, the state keeps its own
         self._theory_rows: dict[int, list[tuple[int, torch.Tensor, torch.Tensor]]] = {}
         self.chain_stats = adaptive.ChainStats()  # past steps only: what config.adaptive decides from
+        self.seen = Seen()  # the exact acceptance of every filled step, kept after its rows go
         self.entry = config.entry()  # with the parameters the config sets (fuzzy threshold)
         self._state = state
         self.generator = torch.Generator(device="cpu")
@@ -146,6 +148,7 @@ class Run:
         record = self._state.steps[index]
         if rows is None:
             return record
+        self.seen.add_step(record, rows)  # the acceptance the rows show, kept as numbers (run/seen.py)
         record = recording.with_visit_theory(record, rows, self.entry)
         steps = self._state.steps[:index] + (record,) + self._state.steps[index + 1:]
         self._state = replace(self._state, steps=steps)

@@ -18,21 +18,12 @@ from collections.abc import Iterable
 
 import torch
 
+from decoding.run.seen import node_acceptance
 from decoding.speed.chooser import AcceptanceTable
-from decoding.verify import theory
 
 SHRINK = 3  # pseudo-nodes of the depth above in a deeper depth's mean (a deep depth is seen on few nodes)
 SAMPLED = 24  # nodes whose A(k > 1) is computed exactly (spread over the run)
 Row = tuple[int, torch.Tensor, torch.Tensor]  # (depth of the candidates, p [V], q [V]) at a visited node
-
-
-def node_acceptance(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
-    """Exact P(accept) of k candidates at one node: sd for k = 1, rrs_wor (without replacement) above;
-    a q with fewer than k tokens of support gives what its whole support gives."""
-    support = int((q > 0).sum())
-    if k == 1:
-        return theory.acceptance("sd", p, q, 1).value
-    return theory.acceptance("rrs_wor", p, q, min(k, max(support, 1))).value
 
 
 def table_from_rows(rows: Iterable[Row], widths: tuple[int, ...] = (1, 2), known: Iterable[tuple[int, float]] = (),

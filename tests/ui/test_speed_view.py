@@ -37,13 +37,15 @@ def test_the_view_explains_a_live_run(session_and_runs):
     assert text.startswith("**On ") and "This run, sd 1,1,1: predicted" in text
     assert figure is not None and len(figure.data) >= 5
     assert "| sd 1,1,1 (this run) |" in text
-    rows = speed.kept_rows(session, runs)
-    known = acceptance.known_from_records(session.steps)  # each Step showed its step: its theory is filled
-    assert len(known) >= 4 and all(d >= 1 for d, _ in known)
+    rows, seen = speed.live_evidence(session, runs)
+    known = seen.ones  # each Step showed its step: its theory was filled, and its acceptance logged
+    recorded = acceptance.known_from_records(session.steps)  # what the shown records say: the same numbers
+    assert len(known) == len(recorded) >= 4 and all(d >= 1 for d, _ in known)
+    assert [d for d, _ in known] == [d for d, _ in recorded]
+    assert [a for _, a in known] == pytest.approx([a for _, a in recorded])
     cal = calibrate.load_cached(calibrate.machine.machine_key("toy", "cpu"), None)
     assert cal is not None  # calibrated once, into this test's cache
-    base = cal.table(1.0)
-    table = acceptance.table_from_rows(rows, (1, 2), known, {2: base.rates[2][0] / base.rates[1][0]})
+    table = acceptance.table_from_rows(rows, (1, 2), known, {2: seen.ratio()})
     assert f"Acceptance from {len(rows) + len(known)} visited nodes" in text
     best = chooser.choose(cal.costs, table)
     assert best.why() in text  # the verdict shown is the chooser's on this run's exact acceptance
@@ -66,6 +68,11 @@ def test_a_tree_run_of_width_three_is_explained_too(tmp_path, monkeypatch):
         session = ui_controls.step(views, views.inputs(session, **raw), progress=None, runs=runs)[views.state]
     text, figure = speed.explain(session, runs, progress=None)
     assert "This run, rrs_wor 3,2,2: predicted" in text and figure is not None
+    # every shown step's rows were let go once its theory was filled; their numbers were kept (run/seen.py),
+    # so the view reads this run's acceptance, never the calibration's (it did, on the app's default shape)
+    _, seen = speed.live_evidence(session, runs)
+    assert len(seen.ones) >= 2 and 1 <= len(seen.wide) <= 2 * 2
+    assert f"Acceptance from {len(seen.ones)} visited nodes of this run" in text
 
 
 def test_the_measured_speed_up_is_the_steps_after_the_first_decoding_time(session_and_runs):

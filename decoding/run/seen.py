@@ -1,0 +1,48 @@
+"""What a run has seen of its draft's acceptance, kept as numbers once its p and q rows are let go.
+
+A lazy-theory run keeps a step's p and q rows only until a view fills that step's theory (`Run.fill_theory`):
+two [V] float64 rows per visit are too much to keep for a whole run. The Speed view predicts every draft shape
+from the run's own exact acceptance, so `fill_theory` logs here, from the rows, before it lets them go: A(1)
+at each visited node (sd's sum min(p, q), O(V)) and, on WIDE_PER_STEP visits of the step, A(2), two candidates
+drawn without replacement (rrs_wor's; an enumeration, 4-8 ms a node at V = 49152 on a 2-core CPU).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from decoding.verify import theory
+
+WIDE_PER_STEP = 2  # visits per filled step whose A(2) is computed too
+MAX_LOGGED = 4096  # bounded memory: a run of many steps keeps its latest numbers
+
+
+def node_acceptance(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
+    """Exact P(accept) of k candidates at one node: sd for k = 1, rrs_wor (without replacement) above;
+    a q with fewer than k tokens of support gives what its whole support gives."""
+    if k == 1:
+        return theory.acceptance("sd", p, q, 1).value
+    support = int((q > 0).sum())
+    return theory.acceptance("rrs_wor", p, q, min(k, max(support, 1))).value
+
+
+@dataclass
+class Seen:
+    ones: list[tuple[int, float]] = field(default_factory=list)  # (depth of the candidates, A(1))
+    wide: list[tuple[float, float]] = field(default_factory=list)  # (A(1), A(2)) at one node
+
+    def add_step(self, record, kept: list[tuple[int, torch.Tensor, torch.Tensor]]) -> None:
+        """A step's kept (visit index, p [V], q [V]) rows, before they are let go."""
+        for n, (visit, p, q) in enumerate(kept):
+            a1 = node_acceptance(p, q, 1)
+            self.ones.append((record.nodes[record.visits[visit].node].depth + 1, a1))
+            if n < WIDE_PER_STEP:
+                self.wide.append((a1, node_acceptance(p, q, 2)))
+        del self.ones[:-MAX_LOGGED], self.wide[:-MAX_LOGGED]
+
+    def ratio(self) -> float | None:
+        """A(2) / A(1) over the sampled nodes (what the Speed view carries to every depth); None before any."""
+        base = sum(a1 for a1, _ in self.wide)
+        return sum(a2 for _, a2 in self.wide) / base if base > 0 else None
