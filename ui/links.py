@@ -76,8 +76,8 @@ def open_link(views: Views, panel: LinkPanel, tabs: gr.Tabs, default: Controls, 
               query: dict[str, str], runs: RunCache | None = None, request: gr.Request | None = None) -> Out:
     """A page opened with a demo in its query: the controls set, `steps` Steps run, every view drawn."""
     session = session or Session()
-    if not query:
-        return {}
+    if not query:  # a plain page load: the notice only (an empty dict is one value to gradio: a traceback a load)
+        return {panel.notice: ""}
     link, notices = read_link(query, default, views.caps)
     out = _set_widgets(views, link)
     if link.tab in TABS:

@@ -7,6 +7,7 @@ max-new-tokens set on the slider), then the slider replays step 1."""
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 from playwright import sync_api
@@ -17,14 +18,20 @@ from tests.served import opened, served
 pytestmark = pytest.mark.browser
 STATUS = "document.querySelector('#status')?.innerText"
 ALPHA_HOVER = re.compile(r"(exact α = |α ≈ )\d.* optimal for this law = \d")
+LOAD_EVENT_S = 8.0  # how long a fresh page's load event is watched for a traceback
 ALPHA_TITLE = re.compile(r"(exact α = |α ≈ )\d.*\(optimal \d")
 
 
 @pytest.fixture(scope="module")
-def default_app_url():
+def default_app():
     """The app as `./specscope app` starts it: the embedded pair preselected (one process for all pairs)."""
     with served(log_name="app-pairs.log", timeout_s=120) as server:
-        yield server.url
+        yield server
+
+
+@pytest.fixture(scope="module")
+def default_app_url(default_app) -> str:
+    return default_app.url
 
 
 @pytest.fixture
@@ -32,6 +39,16 @@ def page(browser, default_app_url):
     """A fresh page load: a new context, so no state survives from another test."""
     with opened(browser, default_app_url) as page:
         yield page
+
+
+def test_a_fresh_page_load_leaves_no_traceback_in_the_log(default_app, page):
+    """Every plain page load ran the link handler, which answered `{}`: one value for 35 outputs to gradio,
+    a traceback in the server's log at each load while the page looked fine."""
+    page.wait_for_function("() => document.querySelector('#link-notice') !== null")
+    deadline = time.monotonic() + LOAD_EVENT_S  # the load event runs after the page is up (it took ~1 s)
+    while time.monotonic() < deadline:
+        assert "Traceback" not in default_app.log.read_text(encoding="utf-8", errors="replace")
+        time.sleep(0.25)
 
 
 def wait_status(page, text: str, timeout_ms: int = 180_000) -> str:
