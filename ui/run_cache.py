@@ -24,6 +24,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from decoding.models.pairs import same_pair as same_description
 from decoding.run import engine
 
 
@@ -113,7 +114,7 @@ def matches(live: engine.Run, state: engine.RunState, pair=None) -> bool:
     """Whether a cached run is the session's run: same models, config, tokens, steps and generator."""
     have = live.state
     described = state.pair if pair is None else pair.describe()
-    same_pair = live.pair is pair or live.pair.describe() == described  # the toy pair is not cached
+    same_pair = live.pair is pair or same_description(live.pair.describe(), described)  # the toy's is not cached
     return (same_pair and have.config == state.config and have.prompt_ids == state.prompt_ids
             and have.generated_ids == state.generated_ids and len(have.steps) == len(state.steps)
             and have.rng_state == state.rng_state and have.stop_reason == state.stop_reason)

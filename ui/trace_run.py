@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, replace
 
 import gradio as gr
 
+from decoding.models.pairs import PLAN_KEY
 from decoding.run import engine, replay
 from decoding.run.config import DecodeConfig
 from decoding.run.schema import Trace
@@ -113,7 +114,7 @@ def config_of(trace: Trace, controlled: DecodeConfig) -> DecodeConfig:
     return config
 
 
-MACHINE_KEYS = ("device", "products")  # what a trace's models say of the machine, not of the pair
+MACHINE_KEYS = ("device", PLAN_KEY)  # what a trace's models say of the machine, not of the pair
 
 
 def check_pair(trace: Trace, here: dict) -> None:

@@ -131,8 +131,18 @@ class ModelPair:
             out["draft_dtype"] = self.draft_dtype
         products = few_rows.plan_words(getattr(self.target_session(), "model", None))
         if products:
-            out["products"] = products  # the machine's product plan (decoding/speed): p up to float rounding
+            out[PLAN_KEY] = products  # the machine's product plan (decoding/speed): p up to float rounding
         return out
+
+
+PLAN_KEY = "products"  # describe()'s entry for the machine's product plan: information, not identity
+
+
+def same_pair(a: dict, b: dict) -> bool:
+    """Whether two descriptions (`ModelPair.describe()`, a trace's `models`) name the same pair. The product
+    plan is left out: a calibration puts it on, or changes it, under a loaded pair and its live runs (p moves
+    by float rounding at most), and a run started before must still be that pair's run."""
+    return {k: v for k, v in a.items() if k != PLAN_KEY} == {k: v for k, v in b.items() if k != PLAN_KEY}
 
 
 def load_pair(kind: str = "embedded", target: str | None = None, draft: str | None = None,

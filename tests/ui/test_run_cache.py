@@ -75,6 +75,24 @@ def test_a_stale_cached_run_is_not_used(resumes):
     assert untimed(second.trace) == untimed(steps(RunCache(), 2, clear=True).trace)
 
 
+def test_a_run_stays_its_pairs_after_a_calibration_puts_a_product_plan_on():
+    """The Speed tab calibrates the pair a live run uses, and a plan goes on under the run: the pair's
+    description gains `products`. The run must still be found (it was not: the tab then read the calibration's
+    acceptance, and the next Step rebuilt the run); another pair must still not match."""
+    from types import SimpleNamespace
+
+    from ui.run_cache import matches
+
+    runs = RunCache()
+    _, views = app.build_page("toy", runs)
+    session = step(views, Session(), runs)
+    live = runs.take(session.key, session.run)
+    planned = SimpleNamespace(describe=lambda: {**session.run.pair, "products": "onednn for 1-64 rows"})
+    assert matches(SimpleNamespace(pair=planned, state=live.state), session.run)
+    other = SimpleNamespace(describe=lambda: {**session.run.pair, "vocab_size": 13})
+    assert not matches(SimpleNamespace(pair=other, state=live.state), session.run)
+
+
 def test_a_taken_run_is_not_shared():
     runs = RunCache()
     _, views = app.build_page("toy", runs)
