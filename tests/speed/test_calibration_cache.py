@@ -86,24 +86,31 @@ def test_a_tiny_pair_calibrates_end_to_end(tiny_matching_folders, tmp_path, monk
     assert calibrate.load_cached(cal.key, tmp_path) == cal
 
 
-def test_a_hopeless_method_is_timed_no_further_and_stock_always_is(monkeypatch):
-    """method_table on synthetic forward times: numpy 10x the fastest in the untimed first round is dropped
-    then (one call), split 3x is dropped after its first timed call (two calls), both for every larger size;
-    stock, the baseline, is never dropped however slow; a method within 2x stays."""
-    cost = {"stock": 50.0, "onednn": 20.0, "numpy": 200.0, "split": 60.0, "mkl2": 35.0}
-    calls = []
+def fake_forwards(monkeypatch, ms) -> list:
+    """Put synthetic timed forwards in place of calibrate._Forwards: `ms(n, plan, calls)` gives a forward's
+    ms; the list returned holds each call's (rows, plan), in order."""
+    calls: list = []
 
     class Fake:
         def __init__(self, pair, prompt_ids):
             pass
 
         def __call__(self, n, plan):
-            method = plan[n]
-            calls.append((n, method))
-            return cost[method] * (1 + n / 10)
+            calls.append((n, plan))
+            return ms(n, plan, calls)
 
     monkeypatch.setattr(calibrate, "_Forwards", Fake)
+    return calls
+
+
+def test_a_hopeless_method_is_timed_no_further_and_stock_always_is(monkeypatch):
+    """method_table on synthetic forward times: numpy 10x the fastest in the untimed first round is dropped
+    then (one call), split 3x is dropped after its first timed call (two calls), both for every larger size;
+    stock, the baseline, is never dropped however slow; a method within 2x stays."""
+    cost = {"stock": 50.0, "onednn": 20.0, "numpy": 200.0, "split": 60.0, "mkl2": 35.0}
+    timed = fake_forwards(monkeypatch, lambda n, plan, _: cost[plan[n]] * (1 + n / 10))
     table = calibrate.method_table(None, [1], tuple(cost), rows=(1, 2, 4), repeats=2)
+    calls = [(n, plan[n]) for n, plan in timed]
     assert set(table[1]) == {"stock", "onednn", "split", "mkl2"}  # numpy: no timed call
     assert set(table[2]) == set(table[4]) == {"stock", "onednn", "mkl2"}
     assert calls.count((1, "numpy")) == 1 and calls.count((1, "split")) == 2 and calls.count((4, "stock")) == 3
@@ -115,40 +122,21 @@ def test_a_hopeless_method_is_timed_no_further_and_stock_always_is(monkeypatch):
 def test_the_curve_times_only_the_sizes_the_method_stage_did_not(monkeypatch):
     """target_curve with `known` (the method stage's times with the chosen plan): those sizes are taken as they
     are, the others timed after one untimed call each, and the curve comes out sorted by rows."""
-    calls = []
-
-    class Fake:
-        def __init__(self, pair, prompt_ids):
-            pass
-
-        def __call__(self, n, plan):
-            calls.append(n)
-            return 10.0 * n + len(calls) % 2  # the repeats differ by 1 ms
-
-    monkeypatch.setattr(calibrate, "_Forwards", Fake)
+    timed = fake_forwards(monkeypatch, lambda n, _, calls: 10.0 * n + len(calls) % 2)  # repeats differ by 1 ms
     curve = calibrate.target_curve(None, [1], {}, rows=(1, 2, 3, 4, 6), repeats=3, known={1: 7.0, 4: 33.0})
+    calls = [n for n, _ in timed]
     assert [n for n, _ in curve] == [1, 2, 3, 4, 6]
     assert dict(curve)[1] == 7.0 and dict(curve)[4] == 33.0
     assert sorted(set(calls)) == [2, 3, 6] and len(calls) == 3 * 4
     assert dict(curve)[2] == 20.0 and dict(curve)[3] == 30.0  # medians of (n0, n1, n0): the first call untimed
 
 
-
 @pytest.mark.parametrize("sixteen, timed_above", [(21.0, [24, 32]), (60.0, [])])
 def test_sizes_above_sixteen_rows_are_timed_only_on_a_flat_curve(monkeypatch, sixteen, timed_above):
     """A GPU-like curve (16 rows at 1.05x one) is timed to 32 rows, where deep trees may win; a CPU's steep one
     (3x) stops at 16, and the chooser extends its last slope."""
-    calls = []
-
-    class Fake:
-        def __init__(self, pair, prompt_ids):
-            pass
-
-        def __call__(self, n, plan):
-            calls.append(n)
-            return 20.0 + n
-
-    monkeypatch.setattr(calibrate, "_Forwards", Fake)
+    timed = fake_forwards(monkeypatch, lambda n, _, calls: 20.0 + n)
     curve = calibrate.target_curve(None, [1], {}, rows=(1, 8, 16, 24, 32), known={8: 21.0, 16: sixteen})
+    calls = [n for n, _ in timed]
     assert sorted(set(calls)) == [1, *timed_above]
     assert [n for n, _ in curve] == [1, 8, 16, *timed_above]
