@@ -123,11 +123,11 @@ def timed_steps(pair, config, prompt: str) -> tuple[int, float, int]:
 
 def sample(pair, cal, levels: tuple[int, ...], temperature: float, seed: int, prompt: str, max_new: int) -> Sample:
     from decoding.speed import acceptance, chooser
-    from decoding.speed.calibrate import _run_steps
+    from decoding.speed.calibrate import run_steps
 
     config = config_of(levels, temperature, seed, max_new)
     if levels:
-        _, rows = _run_steps(pair, config.with_(record=True), prompt)
+        _, rows = run_steps(pair, config.with_(record=True), prompt)
         widths = tuple(sorted({1, *levels}))
         predicted = chooser.predict(levels, cal.costs, acceptance.table_from_rows(rows, widths))
     else:

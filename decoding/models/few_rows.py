@@ -24,6 +24,7 @@ import torch
 from decoding.models.packed_linear import PackedProjection
 
 SPLITS = 4  # column blocks of the split product
+PLAN_ROWS_MAX = 64  # the largest tree forward a plan covers (the packed buckets' largest)
 ONEDNN_ROWS_HINT = 8  # the row count oneDNN reorders a weight for; one reordered copy serves every row count
 
 
@@ -192,7 +193,7 @@ def describe_plan(plan: dict[int, str], up_to: int) -> str:
     return "; ".join(f"{m} for {a} row{'s' * (a > 1)}" if a == b else f"{m} for {a}-{b} rows" for a, b, m in runs)
 
 
-def plan_words(model, up_to: int = 64) -> str | None:
+def plan_words(model, up_to: int = PLAN_ROWS_MAX) -> str | None:
     """What computes a model's products, in words, when it is a lean target with a plan on; else None (what
     a trace records: another plan gives the same p up to float rounding)."""
     head = getattr(model, "head", None)

@@ -243,7 +243,7 @@ class _Forwards:
         return ms
 
 
-def _run_steps(pair, config: DecodeConfig, prompt: str) -> tuple[list, list[acceptance.Row]]:
+def run_steps(pair, config: DecodeConfig, prompt: str) -> tuple[list, list[acceptance.Row]]:
     """(per step: (wall ms, record), kept p/q rows with depths) of a short lazy-theory run."""
     run = engine.start(pair, config, prompt, lazy_theory=True)
     steps, rows = [], []
@@ -268,7 +268,7 @@ def steps_and_acceptance(pair, prompts: tuple[str, ...], new_tokens: int = 24, d
     for temperature in TEMPERATURES:
         rows: list[acceptance.Row] = []
         for prompt in prompts:
-            steps, got = _run_steps(pair, chain.with_(temperature=temperature), prompt)
+            steps, got = run_steps(pair, chain.with_(temperature=temperature), prompt)
             rows += got
             per_level += [r.draft_ms / r.draft_forwards for _, r in steps[1:] if r.draft_forwards]
             rests += _rests(steps)
@@ -276,7 +276,7 @@ def steps_and_acceptance(pair, prompts: tuple[str, ...], new_tokens: int = 24, d
         tables[temperature] = acceptance.table_from_rows(rows, widths)
     draft, wide_rests = draft_curve(pair, prompts, statistics.median(per_level) if per_level else 0.0)
     alone = DecodeConfig(verifier="sd", shape=Branching((1,)), drafting=False, max_new_tokens=6, seed=0)
-    steps, _ = _run_steps(pair, alone, prompts[0])
+    steps, _ = run_steps(pair, alone, prompts[0])
     return draft, rest_line(rests + wide_rests + _rests(steps)), tables
 
 
@@ -316,7 +316,7 @@ def draft_curve(pair, prompts: tuple[str, ...], one: float, widths: tuple[int, .
                             seed=0)
         level: list[float] = []
         for prompt in reversed(prompts):
-            steps, _ = _run_steps(pair, wide, prompt)
+            steps, _ = run_steps(pair, wide, prompt)
             level += [r.draft_ms - one for _, r in steps[1:] if r.draft_forwards == 2]
             rests += _rests(steps)
             if level:

@@ -12,10 +12,9 @@ largest measured size at or below it).
 
 from __future__ import annotations
 
-from decoding.models.few_rows import describe_plan
+from decoding.models.few_rows import PLAN_ROWS_MAX, describe_plan
 
 MARGIN = 0.10  # a method must beat stock by 10 % to be chosen
-PLAN_ROWS_MAX = 64  # the largest tree forward the plan covers (the packed buckets' largest)
 
 
 def uniform(method: str) -> dict[int, str]:
