@@ -86,10 +86,17 @@ def generate_forward_ms(pair, prompt: str, repeats: int = 5) -> float | None:
         out = model(input_ids=ids, use_cache=True)
         for _ in range(repeats + 1):  # the first call untimed
             token = out.logits[:, -1:].argmax(-1)  # [1, 1]
+            _sync(model.device)
             start = time.perf_counter()
             out = model(input_ids=token, past_key_values=out.past_key_values, use_cache=True)
+            _sync(model.device)  # a GPU returns before its kernels finish
             times.append(1000 * (time.perf_counter() - start))
     return statistics.median(times[1:])
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 def generate_line(pair, cal) -> str:

@@ -2,6 +2,7 @@
 
     python -m bench predict [--pair embedded-head] [--prompts-file F] [--prompts N] [--temperatures 0,0.8]
                             [--shapes "alone;1;1,1;2,1"] [--repeats 2] [--max-new-tokens 40] [--threads N]
+                            [--device cpu|cuda]
 
 For each prompt, shape and repeat (seed = the repeat):
 - one recorded run (lazy theory) gives the exact acceptance of its own p and q, the evidence the Speed view
@@ -39,6 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--prompts-file", type=Path, default=None, help="JSON {\"prompts\": [{kind, prompt}]}")
     ap.add_argument("--prompts", type=int, default=None, help="how many of its prompts (default: all of a file)")
     ap.add_argument("--temperatures", default="0,0.8")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda")
     ap.add_argument("--shapes", default=None, help="';'-separated Branching levels, 'alone' for the target "
                     "alone (default: chains at T = 0, chains and width-2 trees above)")
     ap.add_argument("--repeats", type=int, default=2)
@@ -171,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     from decoding.models.pairs import load_pair
     from decoding.speed import calibrate, machine, products
 
-    pair = load_pair(args.pair, progress=lambda m: print(m, file=sys.stderr))
+    pair = load_pair(args.pair, device=args.device, progress=lambda m: print(m, file=sys.stderr))
     cal = calibrate.calibrated(pair, args.pair, progress=lambda m: print(f"calibrating: {m}", file=sys.stderr))
     print(f"`python -m bench predict {' '.join(argv or [])}`: {machine.cpu_model()}, {torch.get_num_threads()} "
           f"threads, torch {torch.__version__}, pair {args.pair}; calibration of {cal.when} "

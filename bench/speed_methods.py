@@ -68,6 +68,8 @@ def hf_generate(pair, case: Case, **extra) -> Timed:
     with torch.inference_mode():
         out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), **_sampling_kwargs(pair, case),
                              **extra)
+        if ids.is_cuda:
+            torch.cuda.synchronize(ids.device)  # a GPU returns before its kernels finish
     seconds = time.perf_counter() - start
     return Timed(int(out.shape[1] - ids.shape[1]), seconds)
 
@@ -80,6 +82,9 @@ def assisted(pair, case: Case) -> Timed:
     draft = transformers_draft(pair)
     if draft is None:
         raise Unavailable(f"the {pair.kind} pair's draft is not a transformers model")
+    if draft.device != pair.target_model.device:  # the int8 self-draft is CPU-only (dynamic quantization)
+        raise Unavailable(f"the {pair.kind} pair's draft runs on {draft.device.type}, its target on "
+                          f"{pair.target_model.device.type}: assisted generation needs both on one device")
     return hf_generate(pair, case, assistant_model=draft)
 
 

@@ -2,8 +2,9 @@
 
 - the one-pass tree forward (models/target.score_tree through HFTreeLM) equals one plain forward per
   root-to-leaf path, in bfloat16 on the embedded target on the GPU (the tree mask and positions are right there);
-- speculative greedy decoding on the embedded pair with device cuda (target on the GPU, the int8 self-draft on the
-  CPU: pairs.int8_self_draft) emits the target's own greedy tokens;
+- speculative greedy decoding with device cuda emits the target's own greedy tokens: on the embedded pair (target on
+  the GPU, the int8 self-draft on the CPU: pairs.int8_self_draft) and on the embedded-head pair (target and head
+  on the GPU, scored by transformers' own model);
 - one app Step (the ui handler) with the device set to cuda (SPECSCOPE_DEVICE, what ui/decode.device reads).
 """
 
@@ -56,9 +57,11 @@ def test_the_one_pass_tree_forward_equals_one_forward_per_path_in_bfloat16(pair)
     assert torch.equal(one_pass.argmax(-1)[clear], per_path.argmax(-1)[clear])
 
 
-def test_speculative_greedy_equals_plain_greedy_on_cuda(pair) -> None:
+@pytest.mark.parametrize("kind, shape", [("embedded", (3, 2, 2)), ("embedded-head", (1, 1, 1, 1))])
+def test_speculative_greedy_equals_plain_greedy_on_cuda(kind, shape) -> None:
+    pair = models.load_pair(kind, device="cuda", progress=lambda *a: None)
     assert pair.device == "cuda" and pair.target_model.device.type == "cuda"
-    config = DecodeConfig(verifier="rrs_wor", branching=(3, 2, 2), temperature=0.0, max_new_tokens=NEW_TOKENS)
+    config = DecodeConfig(verifier="rrs_wor", branching=shape, temperature=0.0, max_new_tokens=NEW_TOKENS)
     near_ties = []
     for prompt in PROMPTS:
         ids = pair.encode_prompt(prompt, chat=True)
@@ -66,7 +69,9 @@ def test_speculative_greedy_equals_plain_greedy_on_cuda(pair) -> None:
             prompt_ids = torch.tensor([ids], device="cuda")
             want = pair.target_model.generate(prompt_ids, attention_mask=torch.ones_like(prompt_ids), do_sample=False,
                                               max_new_tokens=NEW_TOKENS, pad_token_id=min(pair.eos_ids))[0, len(ids):]
-        want, got = want.tolist(), list(engine.generate(pair, config, prompt).generated_ids)
+        run = engine.generate(pair, config, prompt)
+        want, got = want.tolist(), list(run.generated_ids)
+        assert len(got) > len(run.steps), "no draft was accepted: the draft does not read this target"
         first = next((i for i in range(min(len(got), len(want))) if got[i] != want[i]), None)
         if first is None:
             assert len(got) == len(want)

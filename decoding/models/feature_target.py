@@ -19,7 +19,7 @@ class FeatureTreeLM(HFTreeLM):
 
     def __init__(self, model, vocab_size: int | None = None) -> None:
         super().__init__(model, vocab_size)
-        self.root_feature: torch.Tensor | None = None  # [hidden] float32: the feature that gave the root
+        self.root_feature: torch.Tensor | None = None  # [hidden] float32 on the model's device: gave the root
         self._features: dict[int, torch.Tensor] = {}  # tree node -> its feature [hidden], this step
         self._last: torch.Tensor | None = None  # [keep, hidden] of the last forward
 
@@ -43,7 +43,7 @@ class FeatureTreeLM(HFTreeLM):
     def _forward(self, ids: torch.Tensor, mask: torch.Tensor | None = None, positions: torch.Tensor | None = None,
                  keep: int = 1) -> torch.Tensor:
         logits, features = forward_with_features(self.model, self.cache, ids, mask, positions, keep)
-        self._last = features[0].float().cpu()  # [keep, hidden]
+        self._last = features[0].float()  # [keep, hidden] on the model's device: the head drafts there
         return logits
 
 

@@ -41,11 +41,11 @@ class HeadTreeLM(TreeBook):
         with torch.inference_mode():
             for wave in _waves(tree, nodes, self.features):
                 parents = [self.target.root_feature if n == 0 else self.features[tree.parents[n]] for n in wave]
-                tokens = torch.tensor([tree.tokens[n] for n in wave])
+                tokens = torch.tensor([tree.tokens[n] for n in wave], device=self.embed.device)
                 predicted = self.head(torch.stack(parents), self.embed[tokens])  # [w, hidden]
                 self.features.update(zip(wave, predicted, strict=True))
             feats = torch.stack([self.features[n] for n in nodes])  # [n, hidden]
-            out[:, : self.lm_rows.shape[0]] = feats @ self.lm_rows.T  # [n, H]
+            out[:, : self.lm_rows.shape[0]] = (feats @ self.lm_rows.T).float().cpu()  # [n, H]: q on the CPU
         return out
 
 

@@ -261,24 +261,46 @@ def _self_draft_pair(kind: str, device: str, progress: Progress) -> ModelPair:
 
 
 def embedded_head_pair(device: str = "auto", progress: Progress = _stderr, lookup_first: bool = False) -> ModelPair:
-    """The embedded target and the trained draft head (draft_head.py), on CPU (`device` is not used); the
-    target session keeps the features the head drafts from. lookup_first: prompt lookup's guess wherever
-    it has one (the "head-lookup" pair, hybrid_draft.py)."""
-    model, codec = _embedded_parts("cpu", progress)  # CPU on every machine: the lean target gives the features
-    head = cached((f"draft-head:{embedded.MODEL_NAME}", "cpu", "float32"), _load_head)
-    embed = model.model.embed_tokens.weight.detach()  # [V, hidden], shared read-only
+    """The embedded target and the trained draft head (draft_head.py) on `device` ('auto': a GPU when torch
+    sees one; on the CPU the lean target gives the features); the target session keeps the features the head
+    drafts from. lookup_first: prompt lookup's guess wherever it has one (the "head-lookup" pair, hybrid_draft.py)."""
+    device = resolve_device(device)
+    model, codec = _embedded_parts(device, progress)
+    scorer = scoring_target(model, embedded.MODEL_NAME)
+    return head_pair(model, codec, scorer, head_parts(model, device), device, lookup_first)
+
+
+@dataclass(frozen=True)
+class HeadParts:
+    """What a draft-head pair's draft reads: the head, the target's embedding and lm_head rows, its name."""
+
+    head: draft_head.DraftHead
+    embed: torch.Tensor  # [V, hidden]
+    lm_rows: torch.Tensor  # [H, hidden]
+    name: str
+
+
+def head_parts(model, device: str) -> HeadParts:
+    """The shipped head (on `device`, cached) and the embedded `model`'s embedding and lm_head rows."""
+    head = cached((f"draft-head:{embedded.MODEL_NAME}", device, "float32"), lambda: _load_head().to(device))
+    embed = model.model.embed_tokens.weight.detach()  # [V, hidden] on `device`, shared read-only
     lm_rows = model.lm_head.weight.detach()[: head.config.head_size]  # [H, hidden], a view
-    scorer, vocab = scoring_target(model, embedded.MODEL_NAME), codec.vocab_size
     name = f"{embedded.MODEL_NAME} draft head (trained on its features; ids < {head.config.head_size})"
+    return HeadParts(head, embed, lm_rows, name)
+
+
+def head_pair(model, codec, scorer, parts: HeadParts, device: str, lookup_first: bool = False) -> ModelPair:
+    """The draft-head pair of `model` scored through `scorer` (the lean CPU target, or the model itself)."""
+    vocab = codec.vocab_size
 
     def new_draft(target: FeatureTreeLM) -> TreeLM:
-        drafter = HeadTreeLM(head, embed, lm_rows, vocab, target)
+        drafter = HeadTreeLM(parts.head, parts.embed, parts.lm_rows, vocab, target)
         return LookupFirstTreeLM(drafter) if lookup_first else drafter
 
     return ModelPair(
         kind="head-lookup" if lookup_first else "embedded-head", target_name=embedded.MODEL_NAME,
-        draft_name=("prompt lookup where it has a guess, else the " if lookup_first else "") + name,
-        codec=codec, new_target=lambda: FeatureTreeLM(scorer, vocab), new_draft=new_draft, device="cpu",
+        draft_name=("prompt lookup where it has a guess, else the " if lookup_first else "") + parts.name,
+        codec=codec, new_target=lambda: FeatureTreeLM(scorer, vocab), new_draft=new_draft, device=device,
         dtype="float32", target_model=model, draft_dtype="float32 (head MLP + target lm_head rows)",
         draft_reads_target=True,
     )

@@ -45,3 +45,26 @@ def test_speculative_greedy_equals_plain_greedy(pair, prompt):
     got = list(run.generated_ids)
     assert len(got) > len(run.steps)  # some of the head's drafts were accepted: fewer target steps than tokens
     assert_plain_greedy(pair, ids, got)
+
+
+def test_the_pair_scored_by_transformers_own_model_drafts_and_decodes_alike(pair):
+    """The path a GPU runs (no lean CPU target: transformers' model gives p and the features, the head drafts
+    on the model's device) gives the lean path's q and the target's own greedy tokens. On the CPU here."""
+    generic = models.head_pair(pair.target_model, pair.codec, pair.target_model,
+                               models.head_parts(pair.target_model, "cpu"), "cpu")
+    ids = pair.encode_prompt(PROMPTS[1], chat=True)
+    q_by = []
+    for each in (pair, generic):
+        target = each.target_session()
+        draft = each.draft_session(target)
+        target.start(ids)
+        draft.start(ids)
+        q_by.append(score_tree(draft, DraftTree.root(ids[-1]))[0])  # [V]
+    assert type(generic.target_session().model) is not type(pair.target_session().model)  # another forward
+    finite = torch.isfinite(q_by[0])
+    assert torch.equal(finite, torch.isfinite(q_by[1]))
+    torch.testing.assert_close(q_by[1][finite], q_by[0][finite], atol=1e-3, rtol=1e-4)
+    config = DecodeConfig(verifier="sd", branching=(1, 1, 1), temperature=0.0, max_new_tokens=NEW_TOKENS)
+    run = engine.generate(generic, config, PROMPTS[1])
+    assert len(run.generated_ids) > len(run.steps)
+    assert_plain_greedy(generic, ids, list(run.generated_ids))
