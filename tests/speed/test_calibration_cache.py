@@ -140,3 +140,18 @@ def test_sizes_above_sixteen_rows_are_timed_only_on_a_flat_curve(monkeypatch, si
     calls = [n for n, _ in timed]
     assert sorted(set(calls)) == [1, *timed_above]
     assert [n for n, _ in curve] == [1, 8, 16, *timed_above]
+
+
+def test_a_cold_accelerators_first_forwards_stay_out_of_the_curve(monkeypatch):
+    """A GPU's first forwards in a process are slow (clock ramp, first kernel loads): here the first 25 calls
+    cost 3x. warm_up spends them untimed (every size, at least once each), so the curve is the warm one;
+    without it the small sizes, timed first, would carry the cold cost."""
+    warm = lambda n: 20.0 + 0.1 * n  # noqa: E731
+    timed = fake_forwards(monkeypatch, lambda n, _, calls: warm(n) * (3.0 if len(calls) <= 25 else 1.0))
+    forward = calibrate._Forwards(None, [1])
+    assert calibrate.warm_up(forward, (1, 2, 4, 8), seconds=0.0) == 4  # one sweep at least, in order
+    assert [n for n, _ in timed] == [1, 2, 4, 8]
+    made = calibrate.warm_up(forward, (1, 2, 4, 8), seconds=0.05)  # these fake forwards cost no time
+    assert made > 25 and made % 4 == 0
+    curve = calibrate.target_curve(None, [1], None, rows=(1, 2, 4, 8), forward=forward)
+    assert curve == tuple((n, pytest.approx(warm(n))) for n in (1, 2, 4, 8))
