@@ -17,18 +17,19 @@ from plotly.subplots import make_subplots
 from viz.palette import P_COLOR, Q_COLOR, RESIDUAL_COLOR
 
 EXPLAIN = (
-    "**Why the same algorithm gives 2-3x on a GPU and may lose on a CPU.** A speculative step drafts a few "
-    "tokens cheaply, then checks all of them in ONE target forward over the tree's rows. It pays when that "
-    "forward costs about what a one-token forward costs, so every accepted draft token is nearly free. On a "
-    "GPU that holds: one token leaves the chip idle while the weights stream in, and 8 or 64 rows reuse the "
-    "same weight reads (a flat curve on the left), so a deep tree wins. On a CPU the few-row product is "
-    "often dearer per row than it should be (MKL's BLAS re-packs the weights for each small product), so 3 "
-    "rows can cost twice one row; then each drafted token must be accepted often enough to pay for its row "
-    "and its draft forward, and when it is not, the fastest choice is no draft at all. So the calibration "
-    "times each way of multiplying this torch build has (MKL, oneDNN on weights laid out once, numpy's "
-    "BLAS) and keeps the fastest per row count: where one of them reads the weights once for a few rows, "
-    "the CPU's curve turns flat like a GPU's. The chooser then does the arithmetic with this machine's "
-    "measured costs and this run's exact acceptance."
+    "**Why the same algorithm gives 2-3x on a GPU and may lose on a CPU.** A speculative step drafts a few tokens "
+    "cheaply, then checks all of them in ONE target forward over the tree's rows. It pays when that forward costs "
+    "about what a one-token forward costs, so every accepted draft token is nearly free. On a GPU that holds: one "
+    "token leaves the chip idle while the weights stream in, and 8 or 64 rows reuse the same weight reads (a flat "
+    "curve on the left), so a deep tree wins, provided the draft is cheap and often accepted (on an H200 with this "
+    "135M model the curve was flat, but the trained head's acceptance stops near 1.5 tokens a step and the int8 "
+    "self-draft runs on the host CPU: 1.0-1.15x there). On a CPU the few-row product is often dearer per row than "
+    "it should be (MKL's BLAS re-packs the weights for each small product), so 3 rows can cost twice one row; then "
+    "each drafted token must be accepted often enough to pay for its row and its draft forward, and when it is not,"
+    " the fastest choice is no draft at all. So the calibration times each way of multiplying this torch build has "
+    "(MKL, oneDNN on weights laid out once, numpy's BLAS) and keeps the fastest per row count: where one of them "
+    "reads the weights once for a few rows, the CPU's curve turns flat like a GPU's. The chooser then does the "
+    "arithmetic with this machine's measured costs and this run's exact acceptance."
 )
 
 
