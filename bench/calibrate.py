@@ -1,6 +1,7 @@
 """`python -m bench calibrate`: calibrate a pair on this machine and show what the chooser makes of it.
 
     python -m bench calibrate [--pair embedded-head] [--force] [--threads N] [--temperatures 0,0.8] [--top 8]
+                              [--device cpu|cuda] [--measure-acceptance] [--ship-acceptance]
 
 Prints the machine key (CPU model, torch build, threads), the target forward with every product method
 (models/few_rows.PRODUCTS) at a few row counts and the plan chosen, the target forward's 1..32-row cost
@@ -30,6 +31,11 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     ap.add_argument("--temperatures", default="0,0.8", help="comma-separated temperatures to choose for")
     ap.add_argument("--top", type=int, default=8, help="shapes listed per temperature")
+    ap.add_argument("--measure-acceptance", action="store_true",
+                    help="measure the pair's acceptance again (it is the pair's, not the machine's: shipped for "
+                         "the built-in pairs, else measured once and kept)")
+    ap.add_argument("--ship-acceptance", action="store_true",
+                    help="(developers) measure it and write it into assets/speed/acceptance.json")
     return ap
 
 
@@ -117,11 +123,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     from decoding.models.pairs import load_pair
-    from decoding.speed import machine
+    from decoding.speed import machine, pair_acceptance
+    from decoding.speed.calibrate import calibrated, prompts_for
     from decoding.speed.choice import choose_for
 
     pair = load_pair(args.pair, device=args.device, progress=lambda m: print(m, file=sys.stderr))
     began = time.perf_counter()
+    if args.measure_acceptance or args.ship_acceptance:
+        fresh = calibrated(pair, args.pair, fresh_acceptance=True,
+                           progress=lambda m: print(f"calibrating ({time.perf_counter() - began:.1f} s): {m}",
+                                                    file=sys.stderr))
+        if args.ship_acceptance:
+            key = pair_acceptance.pair_key(pair, args.pair, prompts_for(args.pair))
+            print(f"acceptance shipped in {pair_acceptance.ship(key, fresh.acceptance)}", file=sys.stderr)
+        args.force = False  # just measured
     picks = [choose_for(pair, args.pair, t, force=args.force and i == 0,
                         progress=lambda m: print(f"calibrating ({time.perf_counter() - began:.1f} s): {m}",
                                                  file=sys.stderr)) for i, t in enumerate(temps)]
@@ -133,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     print("target forward by product method (every product of the lean target), median ms:\n"
           + product_table(cal) + "\n")
     print("target forward, N rows on a cached context (median ms):\n" + curve_table(cal) + "\n")
+    print("\n".join(cal.notes) + "\n")
     draft = ", ".join(f"{n} rows {ms:.1f} ms" for n, ms in cal.costs.draft)
     print(f"draft, one level: {draft}; the rest of a step: {cal.costs.overhead:.1f} ms + "
           f"{cal.costs.overhead_per_row:.2f} ms a row")

