@@ -42,17 +42,20 @@ class StepCosts:
     N = 1 is plain decoding's forward). draft: one draft forward over a level's N parent nodes. The rest of a
     step (warp, verify, commit, bookkeeping), paid by every step, also a target-alone one: overhead +
     overhead_per_row x N (warping each node's p and q is a softmax over the vocabulary: on a 2-core CPU the
-    rest grew from 1.2 ms at 1 row to 2.7 ms at 7)."""
+    rest grew from 1.2 ms at 1 row to 2.7 ms at 7). draft_first: what a drafted step's first draft forward costs
+    beyond `draft` at 1 parent (a separate draft model first catches up on the tokens the last step committed:
+    the int8 self-draft's first level cost 29-30 ms where its later ones cost 26; about 0 for a draft head)."""
 
     target: Curve
     draft: Curve
     overhead: float = 0.0
     overhead_per_row: float = 0.0
+    draft_first: float = 0.0
 
     def __post_init__(self) -> None:
         _check_curve("target", self.target)
         _check_curve("draft", self.draft)
-        for name in ("overhead", "overhead_per_row"):
+        for name in ("overhead", "overhead_per_row", "draft_first"):
             if not (0.0 <= getattr(self, name) < 1e7):
                 raise ValueError(f"{name} must be finite non-negative milliseconds, got {getattr(self, name)!r}")
         if self.target[0][0] != 1:
@@ -75,7 +78,7 @@ class StepCosts:
     def step_ms(self, levels: tuple[int, ...]) -> float:
         """A step drafting a Branching tree `levels` (every node at depth d draws levels[d] children) and
         verifying it in one target forward; () is a target-alone step."""
-        ms, width, nodes = 0.0, 1, 1
+        ms, width, nodes = (self.draft_first if levels else 0.0), 1, 1
         for b in levels:
             ms += self.draft_ms(width)  # the level's draft forward over its `width` parents
             width *= b
@@ -84,16 +87,16 @@ class StepCosts:
 
     def to_dict(self) -> dict:
         return {"target": [[r, ms] for r, ms in self.target], "draft": [[r, ms] for r, ms in self.draft],
-                "overhead": self.overhead, "overhead_per_row": self.overhead_per_row}
+                "overhead": self.overhead, "overhead_per_row": self.overhead_per_row, "draft_first": self.draft_first}
 
     @staticmethod
     def from_dict(d: dict) -> StepCosts:
         """Strict: a trace is untrusted input, so every value must have its JSON type (one ValueError). A
-        trace written before overhead_per_row existed reads with 0 (its steps' rest was one number)."""
+        trace written before overhead_per_row or draft_first existed reads them as 0 (its arithmetic then)."""
         try:
             curves = [tuple((int(r), float(ms)) for r, ms in d[name]) for name in ("target", "draft")]
-            rest = [float(d.get(name, 0.0)) for name in ("overhead", "overhead_per_row")]
+            rest = [float(d.get(name, 0.0)) for name in ("overhead", "overhead_per_row", "draft_first")]
             return StepCosts(curves[0], curves[1], *rest)
         except (KeyError, TypeError, ValueError) as err:
             raise ValueError(f"costs: expected {{'target': [[rows, ms], ...], 'draft': [...], 'overhead': ms, "
-                             f"'overhead_per_row': ms}}: {err}") from None
+                             f"'overhead_per_row': ms, 'draft_first': ms}}: {err}") from None

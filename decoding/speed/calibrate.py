@@ -176,8 +176,9 @@ def measure(pair, key: dict, progress: Progress, *, root: Path | None = None, fr
     progress("drafted steps: draft cost and step overhead (and the acceptance, unless known for this pair)")
     draft, rest, tables, source = steps_and_acceptance(pair, key["pair"], prompts, root, fresh_acceptance)
     notes.append(f"acceptance: {source}")
-    costs = StepCosts(planned, draft, *rest)
-    return Calibration(key, costs, StepCosts(stock, draft, *rest), plan, forward_ms, tables,
+    costs = StepCosts(planned, draft.curve, *rest, draft_first=draft.first_extra)
+    return Calibration(key, costs, StepCosts(stock, draft.curve, *rest, draft_first=draft.first_extra), plan,
+                       forward_ms, tables,
                        round(time.perf_counter() - t0, 2), time.strftime("%Y-%m-%d %H:%M:%S"), tuple(notes))
 
 
@@ -272,13 +273,14 @@ class _Forwards:
 
 
 def steps_and_acceptance(pair, pair_kind: str, prompts: tuple[str, ...], root: Path | None = None,
-                         fresh: bool = False) -> tuple[tuple[tuple[int, float], ...], tuple[float, float],
-                                                       dict[float, AcceptanceTable], str]:
-    """(draft curve, the rest's line (ms, ms per row), temperature -> acceptance, where the acceptance came from)
-    from short engine runs. The acceptance is the pair's (pair_acceptance.py): shipped or cached, else measured
+                         fresh: bool = False
+                         ) -> tuple[DraftCosts, tuple[float, float], dict[float, AcceptanceTable], str]:
+    """(the draft's costs, the rest's line (ms, ms per row), temperature -> acceptance, where the acceptance came
+    from) from short engine runs. The acceptance is the pair's (pair_acceptance.py): shipped or cached, else measured
     now from chains over the prompts at each temperature, whose steps then also give the draft's cost of one
-    parent's level and the rests; when it is known, one chain of COST_TOKENS at T = 0 gives those. Then trees
-    for wider draft levels (draft_curve) and the target alone (the rest of a one-row step)."""
+    parent's level and the rests; when it is known, one chain of COST_TOKENS at T = 0 gives those. Then a chain of
+    1 (a step's first level: first_level), trees for wider draft levels (draft_curve) and the target alone (the
+    rest of a one-row step)."""
     key = pair_acceptance.pair_key(pair, pair_kind, prompts)
     tables, source = (None, "") if fresh else pair_acceptance.known(key, root or cache_root())
     if tables is None:
@@ -288,12 +290,39 @@ def steps_and_acceptance(pair, pair_kind: str, prompts: tuple[str, ...], root: P
                   "kept for this pair)")
     else:
         runs = [run_steps(pair, pair_acceptance.chain(0.0, COST_TOKENS), prompts[0])[0]]
-    per_level = [r.draft_ms / r.draft_forwards for steps in runs for _, r in steps[1:] if r.draft_forwards]
-    rests = [rest for steps in runs for rest in _rests(steps)]
-    draft, wide_rests = draft_curve(pair, prompts, statistics.median(per_level) if per_level else 0.0)
+    first, first_rests = first_level(pair, prompts[0])
+    one = later_level(runs, first)
+    rests = [rest for steps in runs for rest in _rests(steps)] + first_rests
+    draft, wide_rests = draft_curve(pair, prompts, one, one if first is None else first)
     alone = DecodeConfig(verifier="sd", shape=Branching((1,)), drafting=False, max_new_tokens=6, seed=0)
     steps, _ = run_steps(pair, alone, prompts[0])
-    return draft, rest_line(rests + wide_rests + _rests(steps)), tables, source
+    costs = DraftCosts(draft, max(0.0, (first or one) - one))
+    return costs, rest_line(rests + wide_rests + _rests(steps)), tables, source
+
+
+@dataclass(frozen=True)
+class DraftCosts:
+    curve: tuple[tuple[int, float], ...]  # StepCosts.draft: a level over N parents, the first level's extra aside
+    first_extra: float  # StepCosts.draft_first
+
+
+def first_level(pair, prompt: str, new_tokens: int = 12) -> tuple[float | None, list[tuple[int, float]]]:
+    """(median ms of a chain of 1's draft forward, None when no step drafted; its steps' rests): a step's first
+    level, which pays the draft's catching up on the tokens the last step committed."""
+    steps, _ = run_steps(pair, pair_acceptance.chain(0.0, new_tokens, depth=1), prompt)
+    firsts = [r.draft_ms for _, r in steps[1:] if r.draft_forwards == 1]
+    return (statistics.median(firsts) if firsts else None), _rests(steps)
+
+
+def later_level(runs: list[list], first: float | None) -> float:
+    """The median ms of a draft level after the first in the chains' steps ((draft ms - first) / (levels - 1));
+    without a first level's time, a level's mean ((draft ms) / levels); 0 when nothing was drafted."""
+    if first is None:
+        levels = [r.draft_ms / r.draft_forwards for steps in runs for _, r in steps[1:] if r.draft_forwards]
+    else:
+        levels = [(r.draft_ms - first) / (r.draft_forwards - 1) for steps in runs for _, r in steps[1:]
+                  if r.draft_forwards >= 2]
+    return max(0.0, statistics.median(levels)) if levels else (first or 0.0)
 
 
 def _rests(steps: list) -> list[tuple[int, float]]:
@@ -319,11 +348,12 @@ def rest_line(points: list[tuple[int, float]]) -> tuple[float, float]:
     return max(0.0, my - slope * mx), slope
 
 
-def draft_curve(pair, prompts: tuple[str, ...], one: float, widths: tuple[int, ...] = (2, 4)
+def draft_curve(pair, prompts: tuple[str, ...], one: float, first: float, widths: tuple[int, ...] = (2, 4)
                 ) -> tuple[tuple[tuple[int, float], ...], list[tuple[int, float]]]:
-    """The draft's cost of one level by its parent count: `one` (1 parent, from the chains), then for each
-    width w short runs of trees (w, 1), whose second level drafts over w parents (the last prompt first; the
-    next only when a run ended before a step after the first drafted both levels); and those steps' rests.
+    """The draft's cost of one level by its parent count: `one` (1 parent, a level after the first), then for
+    each width w short runs of trees (w, 1), whose second level drafts over w parents (a step's draft ms less
+    `first`, its first level's; the last prompt first; the next only when a run ended before a step after the
+    first drafted both levels); and those steps' rests.
     Each size is timed, not interpolated: the embedded head's level of 2 parents costs what 4 cost, twice
     one's."""
     curve, rests = [(1, one)], []
@@ -333,7 +363,7 @@ def draft_curve(pair, prompts: tuple[str, ...], one: float, widths: tuple[int, .
         level: list[float] = []
         for prompt in reversed(prompts):
             steps, _ = run_steps(pair, wide, prompt)
-            level += [r.draft_ms - one for _, r in steps[1:] if r.draft_forwards == 2]
+            level += [r.draft_ms - first for _, r in steps[1:] if r.draft_forwards == 2]
             rests += _rests(steps)
             if level:
                 curve.append((width, max(one, statistics.median(level))))

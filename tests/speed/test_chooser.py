@@ -3,6 +3,8 @@ one a short chain or the target alone; predictions are the exact arithmetic of e
 
 from __future__ import annotations
 
+import statistics
+
 import pytest
 
 from decoding.run.costs import StepCosts
@@ -104,3 +106,33 @@ def test_the_rest_line_fits_the_median_rest_of_each_size():
     assert rest_line([(7, 2.0), (7, 3.0), (7, 9.0)]) == (3.0, 0.0)
     assert rest_line([(1, 2.0), (5, 1.0)]) == (pytest.approx(1.5), 0.0)  # a falling line: flat at the mean
     assert rest_line([]) == (0.0, 0.0)
+
+
+def test_a_drafted_step_pays_its_first_levels_catch_up_once():
+    """draft_first: a drafted step's first draft forward costs more than a later one (a separate draft catches up
+    on the committed tokens there): charged once per drafted step, never to the target alone; a trace from
+    before the field reads 0."""
+    costs = StepCosts(target=((1, 30.0), (8, 40.0)), draft=((1, 26.0), (2, 32.0)), overhead=1.0, draft_first=4.0)
+    plain = StepCosts(costs.target, costs.draft, overhead=1.0)
+    assert costs.alone_ms() == plain.alone_ms()
+    assert costs.step_ms((1,)) == pytest.approx(plain.step_ms((1,)) + 4.0)
+    assert costs.step_ms((2, 1, 1)) == pytest.approx(plain.step_ms((2, 1, 1)) + 4.0)
+    assert StepCosts.from_dict(costs.to_dict()) == costs
+    old = {k: v for k, v in costs.to_dict().items() if k != "draft_first"}
+    assert StepCosts.from_dict(old) == plain
+
+
+def test_the_later_levels_cost_is_the_chains_draft_less_its_first_level():
+    """calibrate.later_level: steps of a chain of 4 whose first level costs 30 ms and each later one 26 ms give
+    26 (the old mean per level, 27, would under-charge a chain of 1 by 3 ms and over-charge deep chains); the
+    first step of each run (the prefill) is left out; without a first level's time, the mean per level."""
+    from types import SimpleNamespace
+
+    from decoding.speed.calibrate import later_level
+
+    step = lambda ms, n: (ms + 5.0, SimpleNamespace(draft_ms=ms, draft_forwards=n))  # noqa: E731
+    runs = [[step(900.0, 4), step(30.0 + 3 * 26.0, 4), step(30.0 + 26.0, 2), step(30.0, 1)],
+            [step(700.0, 4), step(30.0 + 2 * 26.0, 3)]]
+    assert later_level(runs, 30.0) == pytest.approx(26.0)
+    assert later_level(runs, None) == pytest.approx(statistics.median([27.0, 28.0, 30.0, 82.0 / 3]))
+    assert later_level([[step(1.0, 0)]], None) == 0.0
