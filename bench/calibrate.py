@@ -150,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     print("target forward, N rows on a cached context (median ms):\n" + curve_table(cal) + "\n")
     print("\n".join(cal.notes) + "\n")
     draft = ", ".join(f"{n} rows {ms:.1f} ms" for n, ms in cal.costs.draft)
-    print(f"draft, one level: {draft}; the rest of a step: {cal.costs.overhead:.1f} ms + "
+    print(f"draft, one level: {draft}; a step's first level {cal.costs.draft_first:+.1f} ms (the draft catching "
+          f"up); the rest of a step: {cal.costs.overhead:.1f} ms + "
           f"{cal.costs.overhead_per_row:.2f} ms a row")
     print(generate_line(pair, cal) + "\n")
     for pick, t in zip(picks, temps, strict=True):

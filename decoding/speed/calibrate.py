@@ -165,11 +165,11 @@ def measure(pair, key: dict, progress: Progress, *, root: Path | None = None, fr
         release_copies(lean, set(plan.values()))  # the losers' weight copies (a model's size each)
     else:
         notes.append("no lean CPU target: the stock products only")
-    # the plan's own times at PLAN_ROWS, but 1 row timed again with more repeats: the target alone's cost,
-    # the base of every predicted speed-up (2 samples in the method stage: one disturbed call moved it 15 %)
-    timed = {n: by[plan.get(n, "stock")] for n, by in forward_ms.items() if n > 1}
-    progress(f"timing target forwards of the other sizes up to {ROWS[-1]} rows with the plan")
-    planned = target_curve(pair, prompt_ids, plan if lean is not None else None, known=timed, forward=forward)
+    # every size timed again with the plan alone on: the method stage alternates methods, and there the chosen
+    # one's 2, 4 and 8 rows read 40-43 ms where a run, one method throughout, pays 34-35 (its 3 and 6 rows,
+    # timed here, read 34-35): good for ranking methods, biased for the curve
+    progress(f"timing target forwards of 1 to {ROWS[-1]} rows with the plan")
+    planned = target_curve(pair, prompt_ids, plan if lean is not None else None, forward=forward)
     if lean is not None:
         apply_plan(lean, plan)  # the drafted steps run with it
     stock = tuple((n, by["stock"]) for n, by in sorted(forward_ms.items())) or planned  # the curve before
