@@ -16,6 +16,7 @@ from functools import partial
 
 import gradio as gr
 
+from decoding.models.pairs import PLAN_KEY
 from decoding.run.config import Branching, DecodeConfig
 from decoding.run.seen import Seen
 from decoding.speed import acceptance, calibrate, chooser, products
@@ -137,7 +138,8 @@ def measured_speedup(session: Session, cal: Calibration) -> tuple[float | None, 
     """This run's tokens per second over the target alone's: against the baseline the user ran (Run
     statistics: both recorded runs), else its decoding time (draft + target + verify of every step after the
     first, which pays the prompt's prefill; building the app's records excluded, as a fast run pays none)
-    against the calibrated one-row forward. None until a step after the first."""
+    against the calibrated one-row forward, with the products the run began with (a run started before this
+    view put the machine's plan on decoded with the stock ones). None until a step after the first."""
     summary = session.trace.summary if session.trace else None
     if session.baseline is not None and session.baseline.seconds and summary and summary.seconds:
         speed = summary.new_tokens / summary.seconds
@@ -147,6 +149,10 @@ def measured_speedup(session: Session, cal: Calibration) -> tuple[float | None, 
     if not steps or ms <= 0:
         return None, "measured from the steps after the first: Step again"
     speed = sum(s.n_emitted for s in steps) / (ms / 1000.0)
-    return speed / (1000.0 / cal.costs.alone_ms()), (
+    began_planned = not cal.plan or PLAN_KEY in (session.run.pair if session.run else {})
+    alone_ms = cal.costs.alone_ms() if began_planned else cal.stock_costs.alone_ms()
+    return speed / (1000.0 / alone_ms), (
         f"its {len(steps)} step{'s' * (len(steps) > 1)} after the first, decoding time only, against the "
-        "calibrated target alone")
+        + ("calibrated target alone" if began_planned else
+           "target alone with the stock products this run began with (this machine's plan went on when this view "
+           "calibrated: Reset and run again to measure with it)"))

@@ -88,3 +88,25 @@ def test_the_measured_speed_up_is_the_steps_after_the_first_decoding_time(sessio
     assert got == pytest.approx(want) and f"its {len(later)} steps after the first" in how
     first_only = replace(session, trace=replace(session.trace, steps=session.trace.steps[:1]))
     assert speed.measured_speedup(first_only, cal) == (None, "measured from the steps after the first: Step again")
+
+
+def test_a_run_begun_before_the_plan_is_measured_against_the_stock_target_alone(session_and_runs):
+    """The Speed tab puts this machine's product plan on when it calibrates; a run begun before decoded with the
+    stock products (its pair's describe() has no "products"), so its measured speed-up reads against the stock
+    one-row forward, not the planned one (which made the app's default run read 0.18x); a run begun with the
+    plan on, against the planned one."""
+    from decoding.run.costs import StepCosts
+
+    session, runs = session_and_runs
+    speed.explain(session, runs, progress=None)
+    cal = calibrate.load_cached(calibrate.machine.machine_key("toy", "cpu"), None)
+    stock = StepCosts(((1, 3 * cal.costs.target_ms(1)),), cal.costs.draft, cal.costs.overhead)
+    planned = replace(cal, plan={1: "onednn"}, stock_costs=stock)
+    later = session.trace.steps[1:]
+    speed_of_run = sum(s.n_emitted for s in later) / sum(s.decode_ms for s in later) * 1000
+    assert "products" not in session.run.pair
+    got, how = speed.measured_speedup(session, planned)
+    assert got == pytest.approx(speed_of_run * stock.alone_ms() / 1000) and "stock products" in how
+    began_planned = replace(session, run=replace(session.run, pair={**session.run.pair, "products": "onednn"}))
+    got, how = speed.measured_speedup(began_planned, planned)
+    assert got == pytest.approx(speed_of_run * cal.costs.alone_ms() / 1000) and how.endswith("calibrated target alone")
