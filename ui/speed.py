@@ -154,5 +154,5 @@ def measured_speedup(session: Session, cal: Calibration) -> tuple[float | None, 
     return speed / (1000.0 / alone_ms), (
         f"its {len(steps)} step{'s' * (len(steps) > 1)} after the first, decoding time only, against the "
         + ("calibrated target alone" if began_planned else
-           "target alone with the stock products this run began with (this machine's plan went on when this view "
-           "calibrated: Reset and run again to measure with it)"))
+           "target alone with the stock products this run began with; this machine's plan went on when this view "
+           "calibrated: Reset and run again to measure with it"))
