@@ -125,7 +125,7 @@ def timed_steps(pair, config, prompt: str) -> tuple[int, float, int]:
 
 def sample(pair, cal, levels: tuple[int, ...], temperature: float, seed: int, prompt: str, max_new: int) -> Sample:
     from decoding.speed import acceptance, chooser
-    from decoding.speed.calibrate import run_steps
+    from decoding.speed.pair_acceptance import run_steps
 
     config = config_of(levels, temperature, seed, max_new)
     if levels:

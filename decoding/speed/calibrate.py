@@ -7,8 +7,8 @@ pair, machine.py, as a small JSON; `force` redoes it):
 - the target forward for 1..32 rows (a chain fed on a cached context and committed, as a step does) with
   the plan (the curve after: the method stage's times at PLAN_ROWS above 1, the other sizes of ROWS and 1 row
   again, with more repeats, timed with the plan on; the curve before is the stock method's at PLAN_ROWS);
-- the draft, per level of 1, 2 and 4 parents, and the rest of a step (warp, verify, commit) as a line in the
-  tree's rows, from real engine steps;
+- the draft, per level of 1, 2 and 4 parents and a step's first level, and the rest of a step (warp, verify,
+  commit) as a line in the tree's rows, from real engine steps (step_costs.py);
 - on an accelerator, 1.5 s of untimed forwards first (warm_up).
 The acceptance is the pair's, not the machine's (pair_acceptance.py): shipped for the built-in pairs or cached
 once measured (chains over every prompt at T = 0 and 0.8, from the runs' own p and q: acceptance.py), so a
@@ -28,15 +28,15 @@ from pathlib import Path
 
 import torch
 
-from decoding.models.embedded import cache_root
 from decoding.models.few_rows import apply_plan, available_products, prepare_copies, release_copies
 from decoding.models.target import score_tree
 from decoding.run import engine
-from decoding.run.config import Branching, DecodeConfig
+from decoding.run.config import DecodeConfig
 from decoding.run.costs import StepCosts
 from decoding.speed import machine, pair_acceptance, products
 from decoding.speed.chooser import AcceptanceTable
 from decoding.speed.pair_acceptance import run_steps  # noqa: F401  (bench predict's name for it)
+from decoding.speed.step_costs import steps_and_acceptance
 from decoding.verify.tree import DraftTree
 
 CALIBRATION_VERSION = 3  # 2: the plan covers every product, chosen from whole forwards; 3: the rest per row
@@ -47,7 +47,6 @@ ONE_ROW_EXTRA = 4  # more repeats of the one-row forward in the curve (cheap, an
 DROP = 2.0  # a method this many times slower than the fastest at a size is timed no further
 WARM_S = 1.5  # an accelerator's untimed warm-up before any timing (warm_up)
 TEMPERATURES = pair_acceptance.TEMPERATURES
-COST_TOKENS = 16  # the chain that times the draft's levels and the rests when the acceptance is known
 CALIBRATION_PROMPTS = (
     "Explain how to fold a paper crane, step by step.",
     "Write a Python function that returns the initials of a full name.",
@@ -270,102 +269,3 @@ class _Forwards:
         self.target.commit([0], token, tree)
         self.context.append(token)
         return ms
-
-
-def steps_and_acceptance(pair, pair_kind: str, prompts: tuple[str, ...], root: Path | None = None,
-                         fresh: bool = False
-                         ) -> tuple[DraftCosts, tuple[float, float], dict[float, AcceptanceTable], str]:
-    """(the draft's costs, the rest's line (ms, ms per row), temperature -> acceptance, where the acceptance came
-    from) from short engine runs. The acceptance is the pair's (pair_acceptance.py): shipped or cached, else measured
-    now from chains over the prompts at each temperature, whose steps then also give the draft's cost of one
-    parent's level and the rests; when it is known, one chain of COST_TOKENS at T = 0 gives those. Then a chain of
-    1 (a step's first level: first_level), trees for wider draft levels (draft_curve) and the target alone (the
-    rest of a one-row step)."""
-    key = pair_acceptance.pair_key(pair, pair_kind, prompts)
-    tables, source = (None, "") if fresh else pair_acceptance.known(key, root or cache_root())
-    if tables is None:
-        tables, runs = pair_acceptance.measure(pair, prompts)
-        pair_acceptance.save(key, tables, root or cache_root())
-        source = (f"measured now ({len(prompts)} prompts x {pair_acceptance.NEW_TOKENS} tokens at each temperature; "
-                  "kept for this pair)")
-    else:
-        runs = [run_steps(pair, pair_acceptance.chain(0.0, COST_TOKENS), prompts[0])[0]]
-    first, first_rests = first_level(pair, prompts[0])
-    one = later_level(runs, first)
-    rests = [rest for steps in runs for rest in _rests(steps)] + first_rests
-    draft, wide_rests = draft_curve(pair, prompts, one, one if first is None else first)
-    alone = DecodeConfig(verifier="sd", shape=Branching((1,)), drafting=False, max_new_tokens=6, seed=0)
-    steps, _ = run_steps(pair, alone, prompts[0])
-    costs = DraftCosts(draft, max(0.0, (first or one) - one))
-    return costs, rest_line(rests + wide_rests + _rests(steps)), tables, source
-
-
-@dataclass(frozen=True)
-class DraftCosts:
-    curve: tuple[tuple[int, float], ...]  # StepCosts.draft: a level over N parents, the first level's extra aside
-    first_extra: float  # StepCosts.draft_first
-
-
-def first_level(pair, prompt: str, new_tokens: int = 12) -> tuple[float | None, list[tuple[int, float]]]:
-    """(median ms of a chain of 1's draft forward, None when no step drafted; its steps' rests): a step's first
-    level, which pays the draft's catching up on the tokens the last step committed."""
-    steps, _ = run_steps(pair, pair_acceptance.chain(0.0, new_tokens, depth=1), prompt)
-    firsts = [r.draft_ms for _, r in steps[1:] if r.draft_forwards == 1]
-    return (statistics.median(firsts) if firsts else None), _rests(steps)
-
-
-def later_level(runs: list[list], first: float | None) -> float:
-    """The median ms of a draft level after the first in the chains' steps ((draft ms - first) / (levels - 1));
-    without a first level's time, a level's mean ((draft ms) / levels); 0 when nothing was drafted."""
-    if first is None:
-        levels = [r.draft_ms / r.draft_forwards for steps in runs for _, r in steps[1:] if r.draft_forwards]
-    else:
-        levels = [(r.draft_ms - first) / (r.draft_forwards - 1) for steps in runs for _, r in steps[1:]
-                  if r.draft_forwards >= 2]
-    return max(0.0, statistics.median(levels)) if levels else (first or 0.0)
-
-
-def _rests(steps: list) -> list[tuple[int, float]]:
-    """(rows, ms) of each step's rest after the first (which pays the prompt's prefill): its wall time less the
-    draft and target forwards and the record's building (a record=False run builds none)."""
-    return [(len(r.nodes), max(0.0, wall - r.draft_ms - r.target_ms - r.record_ms)) for wall, r in steps[1:]]
-
-
-def rest_line(points: list[tuple[int, float]]) -> tuple[float, float]:
-    """(ms, ms per row) of a line through the median rest at each row count (least squares, a median per
-    size so that one disturbed step moves nothing), both kept non-negative; one size: its median, flat."""
-    by_rows: dict[int, list[float]] = {}
-    for rows, ms in points:
-        by_rows.setdefault(rows, []).append(ms)
-    xs = sorted(by_rows)
-    ys = [statistics.median(by_rows[x]) for x in xs]
-    if not xs:
-        return 0.0, 0.0
-    if len(xs) == 1:
-        return ys[0], 0.0
-    mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    slope = max(0.0, sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum((x - mx) ** 2 for x in xs))
-    return max(0.0, my - slope * mx), slope
-
-
-def draft_curve(pair, prompts: tuple[str, ...], one: float, first: float, widths: tuple[int, ...] = (2, 4)
-                ) -> tuple[tuple[tuple[int, float], ...], list[tuple[int, float]]]:
-    """The draft's cost of one level by its parent count: `one` (1 parent, a level after the first), then for
-    each width w short runs of trees (w, 1), whose second level drafts over w parents (a step's draft ms less
-    `first`, its first level's; the last prompt first; the next only when a run ended before a step after the
-    first drafted both levels); and those steps' rests.
-    Each size is timed, not interpolated: the embedded head's level of 2 parents costs what 4 cost, twice
-    one's."""
-    curve, rests = [(1, one)], []
-    for width in widths:
-        wide = DecodeConfig(verifier="rrs_wor", shape=Branching((width, 1)), max_new_tokens=8, temperature=0.8,
-                            seed=0)
-        level: list[float] = []
-        for prompt in reversed(prompts):
-            steps, _ = run_steps(pair, wide, prompt)
-            level += [r.draft_ms - first for _, r in steps[1:] if r.draft_forwards == 2]
-            rests += _rests(steps)
-            if level:
-                curve.append((width, max(one, statistics.median(level))))
-                break
-    return tuple(curve), rests

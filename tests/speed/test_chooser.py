@@ -96,9 +96,9 @@ def test_a_steps_rest_grows_with_its_rows():
 
 
 def test_the_rest_line_fits_the_median_rest_of_each_size():
-    """calibrate.rest_line: one disturbed step at a size moves nothing (a median per size), the line goes
+    """step_costs.rest_line: one disturbed step at a size moves nothing (a median per size), the line goes
     through the sizes' medians, and a single size gives a flat rest."""
-    from decoding.speed.calibrate import rest_line
+    from decoding.speed.step_costs import rest_line
 
     points = [(1, 1.2), (1, 1.2), (1, 40.0), (3, 1.7), (3, 1.7), (7, 2.7), (7, 2.7), (7, 2.7)]
     intercept, slope = rest_line(points)
@@ -123,12 +123,12 @@ def test_a_drafted_step_pays_its_first_levels_catch_up_once():
 
 
 def test_the_later_levels_cost_is_the_chains_draft_less_its_first_level():
-    """calibrate.later_level: steps of a chain of 4 whose first level costs 30 ms and each later one 26 ms give
+    """step_costs.later_level: steps of a chain of 4 whose first level costs 30 ms and each later one 26 ms give
     26 (the old mean per level, 27, would under-charge a chain of 1 by 3 ms and over-charge deep chains); the
     first step of each run (the prefill) is left out; without a first level's time, the mean per level."""
     from types import SimpleNamespace
 
-    from decoding.speed.calibrate import later_level
+    from decoding.speed.step_costs import later_level
 
     step = lambda ms, n: (ms + 5.0, SimpleNamespace(draft_ms=ms, draft_forwards=n))  # noqa: E731
     runs = [[step(900.0, 4), step(30.0 + 3 * 26.0, 4), step(30.0 + 26.0, 2), step(30.0, 1)],
