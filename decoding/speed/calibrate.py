@@ -5,8 +5,8 @@ pair, machine.py, as a small JSON; `force` redoes it):
 - the target forward for PLAN_ROWS rows with every product method of models/few_rows.PRODUCTS this torch
   build has, on every product of the lean target; the plan takes the fastest per row count (products.py);
 - the target forward for 1..32 rows (a chain fed on a cached context and committed, as a step does) with
-  the plan (the curve after: the method stage's times at PLAN_ROWS above 1, the other sizes of ROWS and 1 row
-  again, with more repeats, timed with the plan on; the curve before is the stock method's at PLAN_ROWS);
+  the plan alone on, every size timed again (the curve after; 1 row with more repeats; the curve before is
+  the stock method's at PLAN_ROWS);
 - the draft, per level of 1, 2 and 4 parents and a step's first level, and the rest of a step (warp, verify,
   commit) as a line in the tree's rows, from real engine steps (step_costs.py);
 - on an accelerator, 1.5 s of untimed forwards first (warm_up).
@@ -114,12 +114,7 @@ def load_cached(key: dict, root: Path | None = None) -> Calibration | None:
 
 
 def save(cal: Calibration, root: Path | None = None) -> Path:
-    path = machine.cache_file(cal.key, root)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(cal.to_json(), encoding="utf-8")
-    tmp.replace(path)  # never a half-written cache
-    return path
+    return machine.write_atomic(machine.cache_file(cal.key, root), cal.to_json())
 
 
 def calibrated(pair, pair_kind: str, *, force: bool = False, root: Path | None = None,
@@ -186,7 +181,7 @@ def target_curve(pair, prompt_ids: list[int], plan: dict[int, str] | None, rows:
                  ) -> tuple[tuple[int, float], ...]:
     """(rows, median ms) of one target forward over a chain of `rows` nodes on a cached context, each followed
     by the commit a step makes (root kept), with `plan` put on the lean target (None: the pair's forward as it
-    is). Sizes in `known` (already timed with this plan: the method stage's) are not timed again, and sizes
+    is). Sizes in `known` (times already taken with this plan) are not timed again, and sizes
     above FLAT_ROWS only while the curve is flat (on a 2-core CPU, 16 rows cost 1.4x one: timing 24 and 32 was
     0.55 s of a calibration that should take under 10 s, for trees no choice takes there). One size at
     a time, after one untimed call each: a run repeats one tree size, and MKL's packed products keep only a few

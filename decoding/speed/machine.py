@@ -50,6 +50,20 @@ def machine_key(pair_kind: str, device: str = "cpu", threads: int | None = None)
 
 
 def cache_file(key: dict, root: Path | None = None) -> Path:
+    return keyed_file(key, f"{key['pair']}-{key['device']}-{key['threads']}t", root)
+
+
+def keyed_file(key: dict, name: str, root: Path | None = None) -> Path:
+    """<specscope cache>/speed/<name>-<digest of key>.json: a readable name, one file per exact key."""
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
-    slug = re.sub(r"[^a-z0-9]+", "-", f"{key['pair']}-{key['device']}-{key['threads']}t".lower())
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower())
     return (root or cache_root()) / "speed" / f"{slug}-{digest}.json"
+
+
+def write_atomic(path: Path, text: str) -> Path:
+    """Write `text` to `path` through a temp file and a rename: never a half-written cache."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+    return path

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import time
 from pathlib import Path
 
 from decoding.models import draft_head, embedded
 from decoding.run import engine
 from decoding.run.config import Branching, DecodeConfig
-from decoding.speed import acceptance
+from decoding.speed import acceptance, machine
 from decoding.speed.chooser import AcceptanceTable
 
 ACCEPTANCE_VERSION = 1
@@ -117,13 +116,11 @@ def ship(key: dict, tables: dict[float, AcceptanceTable], path: Path = SHIPPED) 
     return path
 
 
-def cache_path(key: dict, root: Path) -> Path:
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:12]
-    slug = re.sub(r"[^a-z0-9]+", "-", key["pair"].lower())
-    return root / "speed" / f"acceptance-{slug}-{digest}.json"
+def cache_path(key: dict, root: Path | None = None) -> Path:
+    return machine.keyed_file(key, f"acceptance-{key['pair']}", root)
 
 
-def cached(key: dict, root: Path) -> dict[float, AcceptanceTable] | None:
+def cached(key: dict, root: Path | None = None) -> dict[float, AcceptanceTable] | None:
     try:
         d = json.loads(cache_path(key, root).read_text(encoding="utf-8"))
         return tables_from_dict(d["acceptance"]) if d["key"] == key else None
@@ -131,16 +128,12 @@ def cached(key: dict, root: Path) -> dict[float, AcceptanceTable] | None:
         return None
 
 
-def save(key: dict, tables: dict[float, AcceptanceTable], root: Path) -> Path:
-    path = cache_path(key, root)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"key": key, "acceptance": tables_to_dict(tables)}, indent=1), encoding="utf-8")
-    tmp.replace(path)  # never a half-written cache
-    return path
+def save(key: dict, tables: dict[float, AcceptanceTable], root: Path | None = None) -> Path:
+    text = json.dumps({"key": key, "acceptance": tables_to_dict(tables)}, indent=1)
+    return machine.write_atomic(cache_path(key, root), text)
 
 
-def known(key: dict, root: Path) -> tuple[dict[float, AcceptanceTable] | None, str]:
+def known(key: dict, root: Path | None = None) -> tuple[dict[float, AcceptanceTable] | None, str]:
     """(tables, where from) without measuring: the shipped entry, else the user's cache; (None, "") if neither."""
     tables = shipped(key)
     if tables is not None:

@@ -15,7 +15,6 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from decoding.models.embedded import cache_root
 from decoding.run.config import Branching, DecodeConfig
 from decoding.speed import pair_acceptance
 from decoding.speed.chooser import AcceptanceTable
@@ -34,10 +33,10 @@ def steps_and_acceptance(pair, pair_kind: str, prompts: tuple[str, ...], root: P
     1 (a step's first level: first_level), trees for wider draft levels (draft_curve) and the target alone (the
     rest of a one-row step)."""
     key = pair_acceptance.pair_key(pair, pair_kind, prompts)
-    tables, source = (None, "") if fresh else pair_acceptance.known(key, root or cache_root())
+    tables, source = (None, "") if fresh else pair_acceptance.known(key, root)
     if tables is None:
         tables, runs = pair_acceptance.measure(pair, prompts)
-        pair_acceptance.save(key, tables, root or cache_root())
+        pair_acceptance.save(key, tables, root)
         source = (f"measured now ({len(prompts)} prompts x {pair_acceptance.NEW_TOKENS} tokens at each temperature; "
                   "kept for this pair)")
     else:
