@@ -1,27 +1,32 @@
 """On a CUDA GPU (marker `cuda`; skipped, not failed, where torch sees none): `./specscope test -m cuda`.
 
 - the one-pass tree forward (models/target.score_tree through HFTreeLM) equals one plain forward per
-  root-to-leaf path, in bfloat16 on the embedded target on the GPU (the tree mask and positions are right there);
+  root-to-leaf path, in bfloat16 on the embedded target on the GPU (the tree mask and positions are right there),
+  through transformers' model and through the target's forward replayed from CUDA graphs (graphed_target.py);
+- that graphed forward equals transformers' forward in float32 (a prefill and tree calls of 1, 3 and 2 rows);
 - speculative greedy decoding with device cuda emits the target's own greedy tokens: on the embedded pair (target on
   the GPU, the int8 self-draft on the CPU: pairs.int8_self_draft) and on the embedded-head pair (target and head
-  on the GPU, scored by transformers' own model);
+  on the GPU), both scored by the graphed forward (pairs.scoring_target);
 - one app Step (the ui handler) with the device set to cuda (SPECSCOPE_DEVICE, what ui/decode.device reads).
 """
 
 from __future__ import annotations
 
 import copy
+import gc
 from dataclasses import fields, replace
 
 import pytest
 import torch
 
 from decoding.models import pairs as models
+from decoding.models.graphed_target import GraphedLlama
 from decoding.models.target import score_tree
 from decoding.models.treelm import HFTreeLM
 from decoding.run import engine
 from decoding.run.config import DecodeConfig
 from decoding.verify.tree import DraftTree
+from tests.models.test_lean_draft import assert_same_forward
 from tests.tree_oracles import score_by_paths
 
 pytestmark = [pytest.mark.cuda, pytest.mark.slow,
@@ -37,24 +42,38 @@ def pair():
     return models.load_pair("embedded", device="cuda", progress=lambda *a: None)
 
 
-def test_the_one_pass_tree_forward_equals_one_forward_per_path_in_bfloat16(pair) -> None:
+@pytest.mark.parametrize("forward", ["transformers", "cuda graphs"])
+def test_the_one_pass_tree_forward_equals_one_forward_per_path_in_bfloat16(pair, forward) -> None:
     model = copy.deepcopy(pair.target_model).to(torch.bfloat16).eval()  # [on the GPU]
     assert model.device.type == "cuda"
     prefix = pair.encode_prompt("Tell me about the moon.", chat=True)
     tree = (DraftTree.root(prefix[-1]).add_draws(0, [260, 1524, 3156], merge=False)
             .add_draws(1, [28, 476], merge=False).add_draws(4, [253], merge=False))
-    lm = HFTreeLM(model, pair.vocab_size)
+    scorer = GraphedLlama(model) if forward == "cuda graphs" else model
+    lm = HFTreeLM(scorer, pair.vocab_size)
     lm.start(prefix)  # caches prefix[:-1]; the root is prefix[-1]
     one_pass = score_tree(lm, tree)  # [N, V] float32 on the CPU
     per_path = score_by_paths(model, prefix[:-1], tree)[:, : pair.vocab_size]  # [N, V]
     assert one_pass.shape == per_path.shape == (len(tree), pair.vocab_size)
     # bfloat16 keeps ~3 significant digits; a wrong mask or position moves logits by whole units
     torch.testing.assert_close(one_pass, per_path, atol=0.5, rtol=0.05)
+    if forward == "cuda graphs":
+        assert list(lm.cache.slots.graphs) == [8]  # the 7-node tree was replayed from the 8-row graph
     p, q = one_pass.softmax(-1), per_path.softmax(-1)  # [N, V]
     assert float((p - q).abs().sum(-1).max()) < 0.1  # total variation per node, twice
     top2 = per_path.topk(2, dim=-1).values  # [N, 2]
     clear = (top2[:, 0] - top2[:, 1]) > 0.5
     assert torch.equal(one_pass.argmax(-1)[clear], per_path.argmax(-1)[clear])
+
+
+def test_the_graphed_target_equals_the_transformers_forward_on_cuda(pair) -> None:
+    """float32 on the GPU: a prefill, then tree calls of 1, 3 and 2 rows replayed from graphs (padded to 1, 4, 2)."""
+    graphed = GraphedLlama(pair.target_model)
+    assert graphed.graphs and pair.target_session().model is models.scoring_target(pair.target_model,
+                                                                                      models.embedded.MODEL_NAME)
+    assert_same_forward(pair.target_model, graphed, seed=3, tol=2e-3)
+    gc.collect()  # the dropped cache's slots go back to the model with their graphs
+    assert len(graphed.spare) == 1 and set(graphed.spare[0].graphs) == {8, 1, 4, 2}  # prefill 8, then 1, 3, 2 rows
 
 
 @pytest.mark.parametrize("kind, shape", [("embedded", (3, 2, 2)), ("embedded-head", (1, 1, 1, 1))])

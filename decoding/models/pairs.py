@@ -29,6 +29,7 @@ import torch
 from decoding.models import draft_head, embedded, fast_draft, few_rows, lean_draft, lean_target, lookup, toy
 from decoding.models.codec import Codec, HFCodec, eos_ids_of, max_context_of
 from decoding.models.feature_target import FeatureTreeLM
+from decoding.models.graphed_target import GraphedLlama, supports_graphs
 from decoding.models.head_draft import HeadTreeLM
 from decoding.models.hfload import (
     ModelLoadError,
@@ -186,8 +187,11 @@ def _embedded_parts(device: str, progress: Progress):
 
 
 def scoring_target(model, key: str) -> torch.nn.Module:
-    """What HFTreeLM runs for the embedded target: its lean float32 forward on CPU (lean_target.py, the
-    same p), transformers' model elsewhere. Built once per model (`key`), read-only after."""
+    """What HFTreeLM runs for a llama-style target: on a CUDA GPU the lean forward replayed from CUDA graphs
+    (graphed_target.py), on the CPU the lean float32 forward (lean_target.py), transformers' model elsewhere;
+    the same p up to float rounding. Built once per model (`key`), read-only after."""
+    if supports_graphs(model):
+        return cached((f"graphed-target:{key}", str(model.device), str(model.dtype)), lambda: GraphedLlama(model))
     if model.device.type != "cpu" or not lean_target.supports(model) or model.dtype != torch.float32:
         return model
     use_packed_projection(model)  # the lean target shares the model's o/down/head projections (and packs)

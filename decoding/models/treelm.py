@@ -291,6 +291,9 @@ class HFTreeLM(TreeBook):
         """Keep only cache positions `keep` (in order) on every layer; a plain prefix is a slice."""
         if self.cache is None or self.cache.get_seq_length() == len(keep) == 0:
             return
+        if hasattr(self.cache, "keep"):  # a cache in one buffer gathers every layer at once (slot_cache.py)
+            self.cache.keep(keep)
+            return
         contiguous = keep == list(range(len(keep)))
         index = torch.tensor(keep, dtype=torch.long)
         for layer in self.cache.layers:

@@ -1,0 +1,89 @@
+"""The GPU target's forward (graphed_target.py) computes the target's own logits (p) in every call HFTreeLM makes.
+
+On a CPU it runs eagerly: here it is checked with and without its padding to the graphs' row buckets (the
+mask and slots a graph replays), against transformers' forward of the same model. Its cache (slot_cache.py):
+a non-contiguous commit keeps the accepted path, a full buffer grows without losing a slot, and a dropped
+session's slots go to the next session. tests/test_cuda.py runs the same forward replayed from CUDA graphs.
+"""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+import torch
+
+from decoding.models import graphed_target, slot_cache
+from decoding.models.treelm import HFTreeLM
+from decoding.verify.tree import DraftTree
+from tests.conftest import save_tiny_llama
+from tests.models.test_lean_draft import WORDS, _ids, assert_same_forward
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    from transformers import AutoModelForCausalLM
+
+    folder = save_tiny_llama(tmp_path_factory.mktemp("tiny-graphed-target") / "m", WORDS, seed=11)
+    return AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+
+
+@pytest.mark.parametrize("padded", [False, True], ids=["exact rows", "padded to buckets"])
+def test_the_gpu_target_forward_equals_the_transformers_forward(tiny, padded) -> None:
+    assert_same_forward(tiny, graphed_target.GraphedLlama(tiny, padded=padded), seed=5, tol=1e-5)
+
+
+@pytest.mark.parametrize("padded", [False, True], ids=["exact rows", "padded to buckets"])
+def test_the_gpu_target_behind_hftreelm_matches_after_a_tree_commit(tiny, padded) -> None:
+    sessions = [HFTreeLM(tiny), HFTreeLM(graphed_target.GraphedLlama(tiny, padded=padded))]
+    context = _ids(7, 2)[0].tolist()
+    outs = []
+    for lm in sessions:
+        lm.start(context)
+        tree = DraftTree.root(context[-1]).add_draws(0, [4, 9, 13], merge=False).add_draws(3, [5, 6], merge=False)
+        outs.append(lm.logits(tree, [0, 1, 2]))
+        outs.append(lm.logits(tree, [3, 4, 5]))
+        lm.commit([0, 3, 5], 21, tree)  # keep prefix + slots of nodes 0, 3, 5 (not 1, 2, 4)
+        assert lm.cache.get_seq_length() == 6 + 3
+        outs.append(lm.logits(DraftTree.root(21), [0]))
+    for a, b in zip(outs[:3], outs[3:], strict=True):
+        torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-5)
+
+
+def test_a_full_buffer_grows_and_keeps_every_slot(tiny, monkeypatch) -> None:
+    monkeypatch.setattr(slot_cache, "MIN_CAPACITY", 8)
+    lean = graphed_target.GraphedLlama(tiny, padded=True)
+    sessions = [HFTreeLM(tiny), HFTreeLM(lean)]
+    context = _ids(7, 4)[0].tolist()  # 6 prefilled; the 4-row call (3 rows padded to 4) needs 10 > 8 slots
+    outs = []
+    for lm in sessions:
+        lm.start(context)
+        tree = DraftTree.root(context[-1]).add_draws(0, [4, 9], merge=False)
+        outs.append(lm.logits(tree, [0, 1, 2]))
+    assert sessions[1].cache.slots.capacity == 16
+    torch.testing.assert_close(outs[1], outs[0], rtol=1e-5, atol=1e-5)
+
+
+def test_a_dropped_sessions_slots_serve_the_next_session_and_live_ones_are_never_shared(tiny) -> None:
+    lean = graphed_target.GraphedLlama(tiny)
+    first, second = HFTreeLM(lean), HFTreeLM(lean)
+    first.start(_ids(5, 6)[0].tolist())
+    second.start(_ids(5, 7)[0].tolist())
+    assert first.cache.slots is not second.cache.slots  # two live sessions: two buffers
+    kept = first.cache.slots
+    del first
+    gc.collect()
+    assert lean.spare == [kept]
+    third = HFTreeLM(lean)
+    context = _ids(4, 8)[0].tolist()
+    third.start(context)
+    assert third.cache.slots is kept and third.cache.get_seq_length() == len(context) - 1  # reset, then prefilled
+    reference = HFTreeLM(tiny)
+    reference.start(context)
+    tree = DraftTree.root(context[-1])
+    torch.testing.assert_close(third.logits(tree, [0]), reference.logits(tree, [0]), rtol=1e-5, atol=1e-5)
+
+
+def test_the_gpu_target_is_used_only_on_a_cuda_device(tiny) -> None:
+    assert not graphed_target.supports_graphs(tiny)  # on the CPU: the lean float32 target (lean_target.py)
+    assert not graphed_target.GraphedLlama(tiny).graphs
