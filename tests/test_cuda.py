@@ -58,7 +58,7 @@ def test_the_one_pass_tree_forward_equals_one_forward_per_path_in_bfloat16(pair,
     # bfloat16 keeps ~3 significant digits; a wrong mask or position moves logits by whole units
     torch.testing.assert_close(one_pass, per_path, atol=0.5, rtol=0.05)
     if forward == "cuda graphs":
-        assert list(lm.cache.slots.graphs) == [8]  # the 7-node tree was replayed from the 8-row graph
+        assert 8 in lm.cache.slots.graphs  # the 7-node tree was replayed from the 8-row graph (the prefill: its own)
     p, q = one_pass.softmax(-1), per_path.softmax(-1)  # [N, V]
     assert float((p - q).abs().sum(-1).max()) < 0.1  # total variation per node, twice
     top2 = per_path.topk(2, dim=-1).values  # [N, 2]
