@@ -34,9 +34,10 @@ def _ids(n: int, seed: int) -> torch.Tensor:
 
 def _tree_call(model, cache, tree: DraftTree, nodes: list[int], slots: dict[int, int], prefix: int) -> torch.Tensor:
     ids, mask, pos = step_inputs(tree, nodes, [], slots, prefix, prefix, cache.get_seq_length(), torch.float32)
+    dev = model.device  # the CPU here; tests/test_cuda.py runs the same calls on a GPU
     with torch.inference_mode():
-        return model(input_ids=ids, attention_mask=mask, position_ids=pos, past_key_values=cache,
-                     use_cache=True, logits_to_keep=len(nodes)).logits[0]  # [len(nodes), V]
+        return model(input_ids=ids.to(dev), attention_mask=mask.to(dev), position_ids=pos.to(dev),
+                     past_key_values=cache, use_cache=True, logits_to_keep=len(nodes)).logits[0]  # [len(nodes), V]
 
 
 def assert_same_forward(reference, lean, seed: int, tol: float, during=nullcontext) -> None:
@@ -47,7 +48,7 @@ def assert_same_forward(reference, lean, seed: int, tol: float, during=nullconte
     prompt = _ids(9, seed)
     caches = (DynamicCache(), lean.new_cache())
     with torch.inference_mode():
-        want, got = (m(prompt[:, :-1], past_key_values=c, use_cache=True, logits_to_keep=8).logits
+        want, got = (m(prompt[:, :-1].to(m.device), past_key_values=c, use_cache=True, logits_to_keep=8).logits
                      for m, c in zip((reference, lean), caches, strict=True))
     torch.testing.assert_close(got, want, rtol=tol, atol=tol)  # causal prefill, all rows
     tree = DraftTree.root(int(prompt[0, -1])).add_draws(0, [3, 7, 3], merge=False).add_draws(2, [11, 12], merge=False)
