@@ -7,6 +7,8 @@
 - speculative greedy decoding with device cuda emits the target's own greedy tokens: on the embedded pair (target on
   the GPU, the int8 self-draft on the CPU: pairs.int8_self_draft) and on the embedded-head pair (target and head
   on the GPU), both scored by the graphed forward (pairs.scoring_target);
+- a custom pair of tiny llama folders in bfloat16: target and draft both graphed on their own weights
+  (pairs.on_device), the forward equal to transformers', greedy equal to `generate()`;
 - one app Step (the ui handler) with the device set to cuda (SPECSCOPE_DEVICE, what ui/decode.device reads).
 """
 
@@ -81,26 +83,47 @@ def test_speculative_greedy_equals_plain_greedy_on_cuda(kind, shape) -> None:
     pair = models.load_pair(kind, device="cuda", progress=lambda *a: None)
     assert pair.device == "cuda" and pair.target_model.device.type == "cuda"
     config = DecodeConfig(verifier="rrs_wor", branching=shape, temperature=0.0, max_new_tokens=NEW_TOKENS)
-    near_ties = []
-    for prompt in PROMPTS:
-        ids = pair.encode_prompt(prompt, chat=True)
-        with torch.no_grad():
-            prompt_ids = torch.tensor([ids], device="cuda")
-            want = pair.target_model.generate(prompt_ids, attention_mask=torch.ones_like(prompt_ids), do_sample=False,
-                                              max_new_tokens=NEW_TOKENS, pad_token_id=min(pair.eos_ids))[0, len(ids):]
-        run = engine.generate(pair, config, prompt)
-        want, got = want.tolist(), list(run.generated_ids)
-        assert len(got) > len(run.steps), "no draft was accepted: the draft does not read this target"
-        first = next((i for i in range(min(len(got), len(want))) if got[i] != want[i]), None)
-        if first is None:
-            assert len(got) == len(want)
-            continue
-        with torch.no_grad():
-            logits = pair.target_model(torch.tensor([ids + want[:first]], device="cuda")).logits[0, -1].double()
-        top = torch.topk(logits, 2).values
-        assert float(top[0] - top[1]) < NEAR_TIE, f"{prompt!r}: token {first} differs with a clear logit gap"
-        near_ties.append(prompt)
+    near_ties = [prompt for prompt in PROMPTS if not _greedy_matches(pair, config, prompt, NEAR_TIE)]
     assert len(near_ties) <= 1, f"too many near-ties: {near_ties}"
+
+
+def test_a_custom_llama_pair_on_one_gpu_runs_both_models_from_graphs(tiny_matching_folders) -> None:
+    """Hub or local llama models on cuda (bfloat16): target and draft both replayed from graphs, on their own
+    weights (graphed_target fuse=False: no copies of a large model)."""
+    target, draft = (str(folder) for folder in tiny_matching_folders)
+    pair = models.load_pair("custom", target=target, draft=draft, device="cuda", progress=lambda *a: None)
+    target_lm, draft_lm = pair.target_session(), pair.draft_session()
+    assert pair.target_model.dtype == torch.bfloat16
+    assert isinstance(target_lm.model, GraphedLlama) and isinstance(draft_lm.model, GraphedLlama)
+    assert target_lm.model.lean_layers[0].qkv.__name__ == "<lambda>" and target_lm.model is not draft_lm.model
+    assert_same_forward(pair.target_model, target_lm.model, seed=2, tol=2e-2, vocab=pair.vocab_size)  # bfloat16
+    config = DecodeConfig(verifier="rrs_wor", branching=(2, 2), temperature=0.0, max_new_tokens=16, chat=False)
+    prompts = ["a b c", "f e d c", "b b a"]
+    near_ties = [prompt for prompt in prompts if not _greedy_matches(pair, config, prompt, 0.05)]
+    assert len(near_ties) <= 1, f"too many near-ties: {near_ties}"
+
+
+def _greedy_matches(pair, config: DecodeConfig, prompt: str, near_tie: float) -> bool:
+    """Speculative greedy tokens vs `generate()`'s: True when equal; False when they part at a near-tie
+    (top-1 minus top-2 logit under `near_tie`, where one forward vs another may flip the token); else fails."""
+    ids = pair.encode_prompt(prompt, chat=config.chat)
+    with torch.no_grad():
+        prompt_ids = torch.tensor([ids], device="cuda")
+        want = pair.target_model.generate(prompt_ids, attention_mask=torch.ones_like(prompt_ids), do_sample=False,
+                                          max_new_tokens=config.max_new_tokens,
+                                          pad_token_id=min(pair.eos_ids))[0, len(ids):]
+    run = engine.generate(pair, config, prompt)
+    want, got = want.tolist(), list(run.generated_ids)
+    assert len(got) > len(run.steps), "no draft was accepted: the draft does not read this target"
+    first = next((i for i in range(min(len(got), len(want))) if got[i] != want[i]), None)
+    if first is None:
+        assert len(got) == len(want)
+        return True
+    with torch.no_grad():
+        logits = pair.target_model(torch.tensor([ids + want[:first]], device="cuda")).logits[0, -1].double()
+    top = torch.topk(logits, 2).values
+    assert float(top[0] - top[1]) < near_tie, f"{prompt!r}: token {first} differs with a clear logit gap"
+    return False
 
 
 def test_one_app_step_with_the_device_set_to_cuda(monkeypatch) -> None:

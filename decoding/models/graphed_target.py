@@ -33,14 +33,21 @@ def _linear(weight: torch.Tensor):
     return lambda x: F.linear(x, weight)  # [.., in] -> [.., out]
 
 
-def _layer(layer) -> LeanLayer:
+def _stacked(*weights: torch.Tensor):
+    """Products that read the same input, each with the model's own weight, outputs side by side (no copy)."""
+    weights = tuple(w.detach() for w in weights)
+    return lambda x: torch.cat([F.linear(x, w) for w in weights], dim=-1)  # [.., in] -> [.., sum of outs]
+
+
+def _layer(layer, fuse: bool) -> LeanLayer:
     attn, mlp = layer.self_attn, layer.mlp
+    joined = (lambda *w: _linear(fused(*w))) if fuse else _stacked
     return LeanLayer(
         input_norm=layer.input_layernorm,
-        qkv=_linear(fused(attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight)),
+        qkv=joined(attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight),
         o=_linear(attn.o_proj.weight.detach()),
         post_norm=layer.post_attention_layernorm,
-        gate_up=_linear(fused(mlp.gate_proj.weight, mlp.up_proj.weight)),
+        gate_up=joined(mlp.gate_proj.weight, mlp.up_proj.weight),
         down=_linear(mlp.down_proj.weight.detach()),
     )
 
@@ -73,10 +80,12 @@ class GraphedLlama(LeanLlama):
     `spare`, the slots of dropped sessions waiting for the next one (taken under a lock, given back when a
     session's cache is dropped), and `graphs`, switched off for good if a capture ever fails."""
 
-    def __init__(self, target, padded: bool | None = None) -> None:
+    def __init__(self, target, padded: bool | None = None, fuse: bool = True) -> None:
+        """fuse: q/k/v and gate/up as one product each on stacked copies of their weights (2/3 of the model's
+        size more; False: three and two products on the model's own weights, a few more kernels a layer)."""
         super().__init__(target)  # refuses a target that is not llama-style
         self._device, self._dtype = target.lm_head.weight.device, target.lm_head.weight.dtype
-        self.lean_layers = [_layer(layer) for layer in target.model.layers]
+        self.lean_layers = [_layer(layer, fuse) for layer in target.model.layers]
         self.head = _linear(target.lm_head.weight.detach())  # [.., hidden] -> [.., V]
         self.graphs = self._device.type == "cuda"  # replay calls from graphs (else run them eagerly)
         self.padded = self.graphs if padded is None else padded  # pad calls to BUCKETS (tests pad on a CPU)
@@ -168,7 +177,9 @@ class GraphedLlama(LeanLlama):
 
 
 def supports_graphs(model) -> bool:
-    """Whether `model` is a llama-style target on a CUDA device (what GraphedLlama runs)."""
+    """Whether `model` is a llama-style model wholly on one CUDA device (what GraphedLlama runs; a model spread
+    over several GPUs by device_map keeps transformers' forward)."""
     from decoding.models.lean_llama import supports
 
-    return model.device.type == "cuda" and supports(model)
+    devices = {p.device for p in model.parameters()}
+    return len(devices) == 1 and next(iter(devices)).type == "cuda" and supports(model)

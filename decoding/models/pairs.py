@@ -191,11 +191,23 @@ def scoring_target(model, key: str) -> torch.nn.Module:
     (graphed_target.py), on the CPU the lean float32 forward (lean_target.py), transformers' model elsewhere;
     the same p up to float rounding. Built once per model (`key`), read-only after."""
     if supports_graphs(model):
-        return cached((f"graphed-target:{key}", str(model.device), str(model.dtype)), lambda: GraphedLlama(model))
+        return graphed(model, key)
     if model.device.type != "cpu" or not lean_target.supports(model) or model.dtype != torch.float32:
         return model
     use_packed_projection(model)  # the lean target shares the model's o/down/head projections (and packs)
     return cached((f"lean-target:{key}", "cpu", "float32"), lambda: lean_target.LeanFloatLlama(model))
+
+
+def graphed(model, key: str, fuse: bool = True) -> GraphedLlama:
+    """`model`'s forward replayed from CUDA graphs (graphed_target.py), built once per model (`key`)."""
+    key3 = (f"graphed:{key}:{fuse}", str(model.device), str(model.dtype))
+    return cached(key3, lambda: GraphedLlama(model, fuse=fuse))
+
+
+def on_device(model, key: str) -> torch.nn.Module:
+    """What HFTreeLM runs for a hub or local model: on one CUDA GPU a llama-style model's forward replayed from
+    CUDA graphs, on its own weights (no fused copies: a custom model may be large); else the model itself."""
+    return graphed(model, key, fuse=False) if supports_graphs(model) else model
 
 
 FAST_HEAD_SIZE = 16384  # token ids the fast draft scores (the lowest BPE ids: the most frequent merges)
@@ -321,7 +333,7 @@ def lookup_pair(target: str | None, device: str = "auto", progress: Progress = _
     device = resolve_device(device)
     if target:
         model, codec, name, dtype = custom_target(target, device, progress)
-        scorer = model
+        scorer = on_device(model, resolve_spec(target)[0])
     else:
         model, codec = _embedded_parts(device, progress)
         name, dtype = embedded.MODEL_NAME, "float32"
@@ -369,8 +381,9 @@ def custom_pair(target: str, draft: str, device: str = "auto", progress: Progres
     model, codec, _, dtype = custom_target(target, device, progress)
     draft_model = _hf_model(draft, device, default_dtype(device), progress)
     vocab = codec.vocab_size
+    scorer, drafter = on_device(model, resolve_spec(target)[0]), on_device(draft_model, resolve_spec(draft)[0])
     return ModelPair(
         kind="custom", target_name=target, draft_name=draft, codec=codec,
-        new_target=lambda: HFTreeLM(model, vocab), new_draft=lambda: HFTreeLM(draft_model, vocab),
+        new_target=lambda: HFTreeLM(scorer, vocab), new_draft=lambda: HFTreeLM(drafter, vocab),
         device=device, dtype=dtype, target_model=model, draft_model=draft_model,
     )

@@ -28,9 +28,24 @@ def tiny(tmp_path_factory):
     return AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
 
 
+@pytest.mark.parametrize("fuse", [True, False], ids=["fused copies", "own weights"])
 @pytest.mark.parametrize("padded", [False, True], ids=["exact rows", "padded to buckets"])
-def test_the_gpu_target_forward_equals_the_transformers_forward(tiny, padded) -> None:
-    assert_same_forward(tiny, graphed_target.GraphedLlama(tiny, padded=padded), seed=5, tol=1e-5)
+def test_the_gpu_target_forward_equals_the_transformers_forward(tiny, padded, fuse) -> None:
+    assert_same_forward(tiny, graphed_target.GraphedLlama(tiny, padded=padded, fuse=fuse), seed=5, tol=1e-5)
+
+
+def test_without_fusing_the_products_read_the_models_own_weights(tiny) -> None:
+    graphed = graphed_target.GraphedLlama(tiny, fuse=False)
+    x = torch.randn(3, tiny.config.hidden_size)
+    attn = tiny.model.layers[1].self_attn
+    want = torch.cat([attn.q_proj(x), attn.k_proj(x), attn.v_proj(x)], dim=-1)
+    with torch.no_grad():
+        attn.k_proj.weight.mul_(2)  # a change to the model's weight is a change to the product's
+        want2 = torch.cat([attn.q_proj(x), attn.k_proj(x), attn.v_proj(x)], dim=-1)
+        got = graphed.lean_layers[1].qkv(x)
+        attn.k_proj.weight.div_(2)
+    assert not torch.allclose(want, want2)
+    torch.testing.assert_close(got, want2)
 
 
 @pytest.mark.parametrize("padded", [False, True], ids=["exact rows", "padded to buckets"])

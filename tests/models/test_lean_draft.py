@@ -28,30 +28,31 @@ def tiny(tmp_path_factory):
     return AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
 
 
-def _ids(n: int, seed: int) -> torch.Tensor:
-    return torch.randint(2, len(WORDS), (1, n), generator=torch.Generator().manual_seed(seed))  # [1, n]
+def _ids(n: int, seed: int, vocab: int = len(WORDS)) -> torch.Tensor:
+    return torch.randint(2, vocab, (1, n), generator=torch.Generator().manual_seed(seed))  # [1, n]
 
 
 def _tree_call(model, cache, tree: DraftTree, nodes: list[int], slots: dict[int, int], prefix: int) -> torch.Tensor:
-    ids, mask, pos = step_inputs(tree, nodes, [], slots, prefix, prefix, cache.get_seq_length(), torch.float32)
+    ids, mask, pos = step_inputs(tree, nodes, [], slots, prefix, prefix, cache.get_seq_length(), model.dtype)
     dev = model.device  # the CPU here; tests/test_cuda.py runs the same calls on a GPU
     with torch.inference_mode():
         return model(input_ids=ids.to(dev), attention_mask=mask.to(dev), position_ids=pos.to(dev),
                      past_key_values=cache, use_cache=True, logits_to_keep=len(nodes)).logits[0]  # [len(nodes), V]
 
 
-def assert_same_forward(reference, lean, seed: int, tol: float, during=nullcontext) -> None:
+def assert_same_forward(reference, lean, seed: int, tol: float, during=nullcontext, vocab: int = len(WORDS)) -> None:
     """`lean` gives `reference`'s logits on a causal prefill, then on a tree's root, its siblings and the
-    grandchildren under node 2 (4-D masks), each call inside `during()`."""
+    grandchildren under node 2 (4-D masks), each call inside `during()`; token ids below `vocab`."""
     from transformers import DynamicCache
 
-    prompt = _ids(9, seed)
+    prompt = _ids(9, seed, vocab)
     caches = (DynamicCache(), lean.new_cache())
     with torch.inference_mode():
         want, got = (m(prompt[:, :-1].to(m.device), past_key_values=c, use_cache=True, logits_to_keep=8).logits
                      for m, c in zip((reference, lean), caches, strict=True))
     torch.testing.assert_close(got, want, rtol=tol, atol=tol)  # causal prefill, all rows
-    tree = DraftTree.root(int(prompt[0, -1])).add_draws(0, [3, 7, 3], merge=False).add_draws(2, [11, 12], merge=False)
+    first, second = [t % vocab for t in (3, 7, 3)], [t % vocab for t in (11, 12)]
+    tree = DraftTree.root(int(prompt[0, -1])).add_draws(0, first, merge=False).add_draws(2, second, merge=False)
     slots = {n: 8 + n for n in range(len(tree))}
     for nodes in ([0], [1, 2, 3], [4, 5]):
         with during():
