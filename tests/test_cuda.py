@@ -95,7 +95,7 @@ def test_a_custom_llama_pair_on_one_gpu_runs_both_models_from_graphs(tiny_matchi
     target_lm, draft_lm = pair.target_session(), pair.draft_session()
     assert pair.target_model.dtype == torch.bfloat16
     assert isinstance(target_lm.model, GraphedLlama) and isinstance(draft_lm.model, GraphedLlama)
-    assert target_lm.model.lean_layers[0].qkv.__name__ == "<lambda>" and target_lm.model is not draft_lm.model
+    assert not target_lm.model.fuse and not draft_lm.model.fuse and target_lm.model is not draft_lm.model
     assert_same_forward(pair.target_model, target_lm.model, seed=2, tol=2e-2, vocab=pair.vocab_size)  # bfloat16
     config = DecodeConfig(verifier="rrs_wor", branching=(2, 2), temperature=0.0, max_new_tokens=16, chat=False)
     prompts = ["a b c", "f e d c", "b b a"]

@@ -3,11 +3,13 @@
 Why: a 135M-parameter model is far too small to keep a GPU busy. Through transformers one forward
 launches ~1000 small kernels from Python and takes ~15-17 ms on an H100/H200 whatever the rows; the
 arithmetic takes well under 1 ms. A CUDA graph records one call's kernels once and replays them with
-one launch. `GraphedLlama` runs the shared lean forward (lean_llama.py: q/k/v and gate/up fused, the
-target's own weights, norms and rotary) on a `Slots` buffer (slot_cache.py) and captures one graph per
-rows bucket (BUCKETS): a call of n rows is padded to the next bucket and replayed. Longer calls (a
-prompt's prefill) and calls on a CPU run the same function eagerly. p is the target's up to float
-rounding (tests compare it with transformers' forward and greedy decoding with `generate()`).
+one launch: 3.2 ms for one row on an H100 (docs/speed.md, "Measured on a GPU with CUDA graphs").
+`GraphedLlama` runs the shared lean forward (lean_llama.py: the model's norms and rotary; q/k/v and
+gate/up fused into one product each on stacked weight copies, or, for a large model, three and two
+products on its own weights) on a `Slots` buffer (slot_cache.py) and captures one graph per rows bucket
+(BUCKETS): a call of n rows is padded to the next bucket and replayed. Longer calls (a prompt's prefill)
+and calls on a CPU run the same function eagerly. p is the model's up to float rounding (tests compare it
+with transformers' forward and greedy decoding with `generate()`).
 
 A padded row sees only its own slot (its output is dropped); its key and value land past the filled
 length, where the next call overwrites them and no mask lets a real row read them.
@@ -85,6 +87,7 @@ class GraphedLlama(LeanLlama):
         size more; False: three and two products on the model's own weights, a few more kernels a layer)."""
         super().__init__(target)  # refuses a target that is not llama-style
         self._device, self._dtype = target.lm_head.weight.device, target.lm_head.weight.dtype
+        self.fuse = fuse
         self.lean_layers = [_layer(layer, fuse) for layer in target.model.layers]
         self.head = _linear(target.lm_head.weight.detach())  # [.., hidden] -> [.., V]
         self.graphs = self._device.type == "cuda"  # replay calls from graphs (else run them eagerly)

@@ -99,6 +99,17 @@ def test_a_dropped_sessions_slots_serve_the_next_session_and_live_ones_are_never
     torch.testing.assert_close(third.logits(tree, [0]), reference.logits(tree, [0]), rtol=1e-5, atol=1e-5)
 
 
+def test_custom_models_are_graphed_on_their_own_weights_and_the_embedded_one_fused(tiny, monkeypatch) -> None:
+    """Which GraphedLlama each pair gets on a GPU (supports_graphs stubbed true: the CPU has no CUDA)."""
+    from decoding.models import pairs
+
+    monkeypatch.setattr(pairs, "supports_graphs", lambda model: True)
+    assert not pairs.on_device(tiny, "tiny-custom").fuse  # a hub or local model: no weight copies
+    assert pairs.scoring_target(tiny, "tiny-embedded").fuse  # the embedded target: fused (its copies: 280 MB)
+    monkeypatch.setattr(pairs, "supports_graphs", lambda model: False)
+    assert pairs.on_device(tiny, "tiny-custom-2") is tiny
+
+
 def test_the_gpu_target_is_used_only_on_a_cuda_device(tiny) -> None:
     assert not graphed_target.supports_graphs(tiny)  # on the CPU: the lean float32 target (lean_target.py)
     assert not graphed_target.GraphedLlama(tiny).graphs
