@@ -9,7 +9,9 @@ slots. Keeping a tree's accepted path is one gather over all layers (`keep`), no
 `Slots` also owns the graphs captured on its buffer (graphed_target.py fills `graphs`): they are valid
 until the buffer grows. `SlotCache` is what a session holds: a handle that gives its `Slots` back to the
 model's spare list when the session is dropped, so the next run reuses the buffer and its graphs instead
-of capturing again.
+of capturing again. The spare list never holds more slots than were ever live at once (the app keeps at
+most 16 runs: ui/run_cache.py); each is ~24 MB of float32 keys and values for SmolLM2-135M at 512 slots,
+plus its graphs' workspace.
 """
 
 from __future__ import annotations
