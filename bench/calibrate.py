@@ -52,7 +52,7 @@ def curve_table(cal) -> str:
 
 def product_table(cal) -> str:
     if not cal.products:
-        return "(no lean CPU target: stock products only)"
+        return "(none to choose: the target is not the lean CPU one; the notes below say what runs it)"
     from decoding.speed.calibrate import DROP
     from decoding.speed.products import describe
 

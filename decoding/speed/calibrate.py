@@ -141,6 +141,16 @@ def lean_target_of(pair):
     return model if isinstance(model, LeanFloatLlama) else None
 
 
+def target_words(pair) -> str:
+    """What scores the pair's trees, in words, where it is not the lean CPU target."""
+    from decoding.models.graphed_target import GraphedLlama
+
+    model = getattr(pair.target_session(), "model", None)
+    if isinstance(model, GraphedLlama):
+        return "the forward replayed from CUDA graphs" if model.graphs else "the graphed target's forward, eagerly"
+    return "transformers' forward" if model is not None else "no model"
+
+
 def measure(pair, key: dict, progress: Progress, *, root: Path | None = None, fresh_acceptance: bool = False
             ) -> Calibration:
     t0 = time.perf_counter()
@@ -158,7 +168,7 @@ def measure(pair, key: dict, progress: Progress, *, root: Path | None = None, fr
         plan = products.expand(products.choose(forward_ms), PLAN_ROWS)
         release_copies(lean, set(plan.values()))  # the losers' weight copies (a model's size each)
     else:
-        notes.append("no lean CPU target: the stock products only")
+        notes.append(f"no lean CPU target ({target_words(pair)}): the stock products only")
     # every size timed again with the plan alone on: the method stage alternates methods, and there the chosen
     # one's 2, 4 and 8 rows read 40-43 ms where a run, one method throughout, pays 34-35 (its 3 and 6 rows,
     # timed here, read 34-35): good for ranking methods, biased for the curve

@@ -113,3 +113,15 @@ def test_custom_models_are_graphed_on_their_own_weights_and_the_embedded_one_fus
 def test_the_gpu_target_is_used_only_on_a_cuda_device(tiny) -> None:
     assert not graphed_target.supports_graphs(tiny)  # on the CPU: the lean float32 target (lean_target.py)
     assert not graphed_target.GraphedLlama(tiny).graphs
+
+
+def test_the_calibration_says_which_forward_scores_the_trees(tiny) -> None:
+    from types import SimpleNamespace
+
+    from decoding.speed.calibrate import target_words
+
+    def pair_of(model):
+        return SimpleNamespace(target_session=lambda: HFTreeLM(model))
+
+    assert target_words(pair_of(tiny)) == "transformers' forward"
+    assert target_words(pair_of(graphed_target.GraphedLlama(tiny))) == "the graphed target's forward, eagerly"

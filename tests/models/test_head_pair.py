@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from decoding.models import pairs as models
+from decoding.models.graphed_target import GraphedLlama
 from decoding.models.target import score_tree
 from decoding.run import engine
 from decoding.run.config import DecodeConfig
@@ -47,11 +48,14 @@ def test_speculative_greedy_equals_plain_greedy(pair, prompt):
     assert_plain_greedy(pair, ids, got)
 
 
-def test_the_pair_scored_by_transformers_own_model_drafts_and_decodes_alike(pair):
-    """The path a GPU runs (no lean CPU target: transformers' model gives p and the features, the head drafts
-    on the model's device) gives the lean path's q and the target's own greedy tokens. On the CPU here."""
-    generic = models.head_pair(pair.target_model, pair.codec, pair.target_model,
-                               models.head_parts(pair.target_model, "cpu"), "cpu")
+@pytest.mark.parametrize("scorer", ["transformers", "graphed"])
+def test_the_pair_scored_by_another_forward_drafts_and_decodes_alike(pair, scorer):
+    """The paths a GPU runs, on the CPU here: the graphed forward (graphed_target.py, run eagerly with its
+    bucket padding), or transformers' model for a target it cannot graph, gives p and the features; the head
+    drafts on the model's device. Both give the lean path's q and the target's own greedy tokens."""
+    model = pair.target_model
+    forward = GraphedLlama(model, padded=True) if scorer == "graphed" else model
+    generic = models.head_pair(model, pair.codec, forward, models.head_parts(model, "cpu"), "cpu")
     ids = pair.encode_prompt(PROMPTS[1], chat=True)
     q_by = []
     for each in (pair, generic):
