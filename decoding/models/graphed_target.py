@@ -17,6 +17,7 @@ length, where the next call overwrites them and no mask lets a real row read the
 
 from __future__ import annotations
 
+import os
 import threading
 import warnings
 from dataclasses import dataclass
@@ -181,8 +182,16 @@ class GraphedLlama(LeanLlama):
 
 def supports_graphs(model) -> bool:
     """Whether `model` is a llama-style model wholly on one CUDA device (what GraphedLlama runs; a model spread
-    over several GPUs by device_map keeps transformers' forward)."""
+    over several GPUs by device_map keeps transformers' forward), and graphs are allowed here (graphs_allowed)."""
     from decoding.models.lean_llama import supports
 
     devices = {p.device for p in model.parameters()}
-    return len(devices) == 1 and next(iter(devices)).type == "cuda" and supports(model)
+    return len(devices) == 1 and next(iter(devices)).type == "cuda" and supports(model) and graphs_allowed()
+
+
+def graphs_allowed() -> bool:
+    """False where SPECSCOPE_CUDA_GRAPHS=0, and on ZeroGPU (the `spaces` package: each GPU call may run in
+    another process, so a graph captured in one call cannot serve the next)."""
+    from decoding.models.space import package_present
+
+    return os.environ.get("SPECSCOPE_CUDA_GRAPHS", "1").strip() != "0" and not package_present("spaces")

@@ -110,6 +110,19 @@ def test_custom_models_are_graphed_on_their_own_weights_and_the_embedded_one_fus
     assert pairs.on_device(tiny, "tiny-custom-2") is tiny
 
 
+def test_graphs_can_be_switched_off_and_are_off_on_zerogpu(monkeypatch) -> None:
+    from decoding.models import space
+
+    monkeypatch.setattr(space, "package_present", lambda name="": False)
+    monkeypatch.delenv("SPECSCOPE_CUDA_GRAPHS", raising=False)
+    assert graphed_target.graphs_allowed()
+    monkeypatch.setenv("SPECSCOPE_CUDA_GRAPHS", "0")
+    assert not graphed_target.graphs_allowed()
+    monkeypatch.setenv("SPECSCOPE_CUDA_GRAPHS", "1")
+    monkeypatch.setattr(space, "package_present", lambda name="": name == "spaces")
+    assert not graphed_target.graphs_allowed()
+
+
 def test_the_gpu_target_is_used_only_on_a_cuda_device(tiny) -> None:
     assert not graphed_target.supports_graphs(tiny)  # on the CPU: the lean float32 target (lean_target.py)
     assert not graphed_target.GraphedLlama(tiny).graphs
