@@ -28,8 +28,8 @@ class Slots:
 
     def __init__(self, n_layers: int, kv_heads: int, head_dim: int, dtype: torch.dtype, device: torch.device,
                  capacity: int | None = None) -> None:
-        self.shape = (n_layers, 2, 1, kv_heads, capacity or MIN_CAPACITY, head_dim)
-        self.buffer = torch.zeros(self.shape, dtype=dtype, device=device)
+        shape = (n_layers, 2, 1, kv_heads, capacity or MIN_CAPACITY, head_dim)
+        self.buffer = torch.zeros(shape, dtype=dtype, device=device)
         self.length = 0
         self.write_at: torch.Tensor | None = None  # [n] long: the slots the current call's rows go to
         self.graphs: dict[int, object] = {}  # rows bucket -> a captured call (graphed_target.Captured)
@@ -47,9 +47,10 @@ class Slots:
         if rows <= self.capacity:
             return
         capacity = max(rows, 2 * self.capacity)
-        grown = self.buffer.new_zeros(*self.shape[:-2], capacity, self.shape[-1])
+        *outer, _, head_dim = self.buffer.shape
+        grown = self.buffer.new_zeros(*outer, capacity, head_dim)
         grown[..., : self.length, :] = self.buffer[..., : self.length, :]
-        self.buffer, self.shape, self.graphs, self.pool = grown, grown.shape, {}, None
+        self.buffer, self.graphs, self.pool = grown, {}, None
 
     def append(self, index: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """k, v [1, kv_heads, n, d] written at `write_at` of layer `index`; its whole keys and values

@@ -133,11 +133,16 @@ def calibrated(pair, pair_kind: str, *, force: bool = False, root: Path | None =
     return cal
 
 
+def _scorer(pair):
+    """The model the pair's target session scores trees with (None for a model-free one)."""
+    return getattr(pair.target_session(), "model", None)
+
+
 def lean_target_of(pair):
     """The pair's lean float32 target (what scores trees on CPU), or None."""
     from decoding.models.lean_target import LeanFloatLlama
 
-    model = getattr(pair.target_session(), "model", None)
+    model = _scorer(pair)
     return model if isinstance(model, LeanFloatLlama) else None
 
 
@@ -145,7 +150,7 @@ def target_words(pair) -> str:
     """What scores the pair's trees, in words, where it is not the lean CPU target."""
     from decoding.models.graphed_target import GraphedLlama
 
-    model = getattr(pair.target_session(), "model", None)
+    model = _scorer(pair)
     if isinstance(model, GraphedLlama):
         return "the forward replayed from CUDA graphs" if model.graphs else "the graphed target's forward, eagerly"
     return "transformers' forward" if model is not None else "no model"
