@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from decoding.models.lean_llama import LeanLayer, LeanLlama, LeanOutput, causal_mask, fused
+from decoding.models.lean_llama import LeanLayer, LeanLlama, LeanOutput, call_defaults, fused
 from decoding.models.slot_cache import SlotCache, Slots
 
 BUCKETS = (1, 2, 4, 8, 16, 32, 64)  # rows a graph is captured for; a call takes the smallest that fits
@@ -131,10 +131,7 @@ class GraphedLlama(LeanLlama):
         """The call's inputs padded to `rows`, the key columns widened to the whole capacity."""
         n, filled, dev = ids.shape[1], slots.length, self._device
         slots.reserve(filled + rows)
-        if positions is None:
-            positions = torch.arange(filled, filled + n, device=dev)[None]  # [1, n]
-        if mask is None:
-            mask = causal_mask(n, filled)
+        positions, mask = call_defaults(n, filled, positions, mask, dev)
         wide = torch.full((1, 1, rows, slots.capacity), torch.finfo(self._dtype).min, dtype=self._dtype, device=dev)
         wide[..., :n, : filled + n] = mask.to(device=dev, dtype=self._dtype)
         pad = torch.arange(n, rows, device=dev)
@@ -156,7 +153,7 @@ class GraphedLlama(LeanLlama):
                 captured = slots.graphs[bucket] = self._capture(slots, inputs)  # its capture ran this call's inputs
             except RuntimeError as err:  # a driver or build that cannot capture: the same forward, eagerly
                 warnings.warn(f"CUDA graph capture failed ({err}); the target runs without graphs", stacklevel=2)
-                self.graphs = False
+                self.graphs = self.padded = False  # later calls: eager and unpadded
                 return self._eager(slots, inputs)
         else:
             captured.inputs.fill(inputs)

@@ -97,10 +97,7 @@ class LeanLlama(torch.nn.Module):
         position_ids [1, n]. Writes the n new keys/values into the cache; logits of the last rows."""
         cache = past_key_values if past_key_values is not None else self.new_cache()
         n, filled = input_ids.shape[1], cache.get_seq_length()
-        if position_ids is None:
-            position_ids = torch.arange(filled, filled + n)[None]  # [1, n]
-        if attention_mask is None:
-            attention_mask = causal_mask(n, filled)
+        position_ids, attention_mask = call_defaults(n, filled, position_ids, attention_mask)
         h = self.embed(input_ids)  # [1, n, hidden]
         cos, sin = self.rotary(h, position_ids)  # [1, n, head_dim] each
         for index, layer in enumerate(self.lean_layers):
@@ -130,6 +127,15 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tenso
     half = x.shape[-1] // 2
     rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
     return x * cos[:, None] + rotated * sin[:, None]
+
+
+def call_defaults(n: int, filled: int, positions: torch.Tensor | None, mask: torch.Tensor | None,
+                  device: torch.device | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """A call's positions [1, n] and mask [1, 1, n, filled + n] where the caller gave none: the next n positions
+    after the `filled` cached ones, causal (the positions on `device`, the mask on the CPU)."""
+    if positions is None:
+        positions = torch.arange(filled, filled + n, device=device)[None]  # [1, n]
+    return positions, causal_mask(n, filled) if mask is None else mask
 
 
 def causal_mask(n: int, filled: int) -> torch.Tensor:

@@ -65,6 +65,31 @@ def test_the_gpu_target_behind_hftreelm_matches_after_a_tree_commit(tiny, padded
         torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-5)
 
 
+def test_a_failed_capture_warns_once_and_runs_the_same_forward_eagerly_unpadded(tiny, monkeypatch) -> None:
+    graphed = graphed_target.GraphedLlama(tiny, padded=True)
+    graphed.graphs = True  # as on a GPU: the first call of a bucket captures (here: the capture fails)
+    captures = []
+
+    def failing(slots, inputs):
+        captures.append(inputs.ids.shape[1])
+        raise RuntimeError("operation not permitted when stream is capturing")
+
+    monkeypatch.setattr(graphed, "_capture", failing)
+    sessions = [HFTreeLM(tiny), HFTreeLM(graphed)]
+    context = _ids(6, 3)[0].tolist()
+    tree = DraftTree.root(context[-1]).add_draws(0, [4, 9, 13], merge=False)
+    outs = []
+    with pytest.warns(UserWarning, match="CUDA graph capture failed"):
+        for lm in sessions:
+            lm.start(context)
+            outs.append(lm.logits(tree, [0, 1, 2]))
+            outs.append(lm.logits(tree, [3]))
+    assert len(captures) == 1  # one try (the prefill's bucket), then never again
+    assert not graphed.graphs and not graphed.padded  # later calls: eager, at their own size
+    for a, b in zip(outs[:2], outs[2:], strict=True):
+        torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-5)
+
+
 def test_a_full_buffer_grows_and_keeps_every_slot(tiny, monkeypatch) -> None:
     monkeypatch.setattr(slot_cache, "MIN_CAPACITY", 8)
     lean = graphed_target.GraphedLlama(tiny, padded=True)
