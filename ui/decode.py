@@ -30,6 +30,7 @@ from decoding.run import engine, replay
 from decoding.run import recorder as recording
 from decoding.run.config import DecodeConfig
 from decoding.run.schema import StepRecord
+from decoding.speed import calibrate
 from ui.run_cache import Offer, RunCache
 from ui.session import PAIRS, Configured, Controls, Session
 
@@ -37,7 +38,8 @@ log = logging.getLogger("specscope.app")
 
 
 def load(controls: Controls, progress: gr.Progress | None = None):
-    """The (cached, read-only) model pair the controls name; ModelLoadError with a readable message."""
+    """The (cached, read-only) model pair the controls name, with this machine's product plan on when a
+    calibration of it is cached (docs/speed.md); ModelLoadError with a readable message."""
     kinds = [value for _, value in PAIRS]
     if controls.pair not in kinds:
         raise ValueError(f"unknown model pair {controls.pair!r}; choose one of: {', '.join(kinds)}")
@@ -45,8 +47,10 @@ def load(controls: Controls, progress: gr.Progress | None = None):
         raise ValueError("a custom pair needs both a target and a draft model: hub ids or local folders")
     report = _reporter(progress)
     report(0.0, f"loading the {controls.pair} model pair ...")
-    return models.load_pair(controls.pair, target=controls.target.strip() or None,
+    pair = models.load_pair(controls.pair, target=controls.target.strip() or None,
                             draft=controls.draft.strip() or None, device=device(), progress=report)
+    calibrate.apply_cached_plan(pair, controls.pair)  # this machine's calibrated products, when cached
+    return pair
 
 
 def device() -> str:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-from decoding.models.few_rows import apply_plan, available_products, prepare_copies, release_copies
+from decoding.models.few_rows import apply_plan, available_products, plan_of, prepare_copies, release_copies
 from decoding.models.target import score_tree
 from decoding.run import engine
 from decoding.run.config import DecodeConfig
@@ -131,6 +131,20 @@ def calibrated(pair, pair_kind: str, *, force: bool = False, root: Path | None =
     if lean is not None:
         apply_plan(lean, cal.plan)
     return cal
+
+
+def apply_cached_plan(pair, pair_kind: str, root: Path | None = None) -> dict[int, str] | None:
+    """Put this machine's cached product plan on the pair's lean target when a calibration of this pair on this
+    machine is cached (what the app does each time it loads a pair: a user who calibrated once decodes with the
+    faster products from the first Step); the plan put on, or None: nothing cached or no lean target (the
+    products stay as they are). Measures nothing; a no-op when the plan is on already."""
+    lean = lean_target_of(pair)
+    cal = load_cached(machine.machine_key(pair_kind, str(pair.device)), root) if lean is not None else None
+    if cal is None:
+        return None
+    if plan_of(lean) != cal.plan:
+        apply_plan(lean, cal.plan)
+    return cal.plan
 
 
 def _scorer(pair):

@@ -1,0 +1,65 @@
+"""A calibration cached on this machine puts its product plan on the pair's lean target when the app loads the
+pair (ui/decode.load -> calibrate.apply_cached_plan): a user who calibrated once decodes with the faster products
+from the first Step. Nothing cached, or a calibration of another machine key: the products stay as they are."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from decoding.models import few_rows, lean_target, pairs
+from decoding.models.packed_linear import use_packed_projection
+from decoding.speed import calibrate, machine
+from tests.conftest import save_tiny_llama
+from tests.models.test_lean_draft import WORDS
+from tests.speed.test_calibration_cache import sample
+
+PLAN = {1: "split", 2: "split"}
+
+
+@pytest.fixture
+def lean_pair(tmp_path_factory, tiny_matching_folders):
+    """A custom pair of tiny folders whose target session scores through a lean float32 target (as the
+    embedded pairs' do on a CPU), and that lean target."""
+    from transformers import AutoModelForCausalLM
+
+    folder = save_tiny_llama(tmp_path_factory.mktemp("tiny-cached-plan") / "m", WORDS, seed=3)
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    use_packed_projection(model)
+    lean = lean_target.LeanFloatLlama(model)
+    target, draft = tiny_matching_folders
+    pair = replace(pairs.load_pair("custom", target=str(target), draft=str(draft), device="cpu"),
+                   new_target=lambda: SimpleNamespace(model=lean))
+    return pair, lean
+
+
+def test_the_cached_plan_goes_on_once_and_another_keys_calibration_changes_nothing(lean_pair, tmp_path):
+    pair, lean = lean_pair
+    assert calibrate.apply_cached_plan(pair, "custom", tmp_path) is None  # nothing cached: stock stays
+    assert few_rows.plan_of(lean) == {}
+    calibrate.save(replace(sample(machine.machine_key("embedded", "cpu")), plan=PLAN), tmp_path)  # another pair
+    assert calibrate.apply_cached_plan(pair, "custom", tmp_path) is None and few_rows.plan_of(lean) == {}
+    calibrate.save(replace(sample(machine.machine_key("custom", "cpu")), plan=PLAN), tmp_path)
+    assert calibrate.apply_cached_plan(pair, "custom", tmp_path) == PLAN
+    head = lean.head
+    assert few_rows.plan_of(lean) == PLAN and isinstance(head, few_rows.PlannedProjection)
+    assert calibrate.apply_cached_plan(pair, "custom", tmp_path) == PLAN and lean.head is head  # on already
+
+
+def test_the_app_loads_a_pair_with_this_machines_cached_plan(lean_pair, tiny_matching_folders, tmp_path,
+                                                            monkeypatch):
+    from ui import decode
+    from ui.session import Controls
+
+    pair, lean = lean_pair
+    monkeypatch.setenv("SPECSCOPE_CACHE", str(tmp_path))  # this test's own calibration cache
+    monkeypatch.setattr(decode.models, "load_pair", lambda *a, **k: pair)
+    target, draft = tiny_matching_folders
+    controls = replace(Controls(), pair="custom", target=str(target), draft=str(draft))
+    assert decode.load(controls, None) is pair and few_rows.plan_of(lean) == {}
+    calibrate.save(replace(sample(machine.machine_key("custom", str(pair.device))), plan=PLAN))
+    assert decode.load(controls, None) is pair and few_rows.plan_of(lean) == PLAN
+    assert pair.describe()["products"] == "split for 1-2 rows; stock for 3-64 rows"  # what its traces record
