@@ -132,7 +132,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="model pair preselected in the app")
     parser.add_argument("--device", default=None, help="auto (default), cpu, cuda or mps")
     parser.add_argument("--no-preload", action="store_true",
-                        help="do not load the preselected pair in the background at start")
+                        help="do not load the preselected pair in the background at start (nor calibrate it, the "
+                             "first time on a machine)")
     parser.add_argument("--bench-step", type=int, default=0, metavar="N",
                         help="benchmark instead of serving: N Step clicks (3,2,2 tree) on --pair, timed "
                              "(= python -m bench step --pair P --clicks N)")

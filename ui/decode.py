@@ -30,7 +30,7 @@ from decoding.run import engine, replay
 from decoding.run import recorder as recording
 from decoding.run.config import DecodeConfig
 from decoding.run.schema import StepRecord
-from decoding.speed import calibrate
+from decoding.speed import calibrate, machine, products
 from ui.run_cache import Offer, RunCache
 from ui.session import PAIRS, Configured, Controls, Session
 
@@ -192,8 +192,22 @@ def finished_note(session: Session, controls: Controls) -> str | None:
 
 def preload(kind: str) -> None:
     """Load the preselected pair once at start (models are cached per process), so the first
-    click does not wait for it; a failure is only logged: the user sees it on Step."""
+    click does not wait for it, and calibrate it the first time on this machine (calibrate_once); a
+    failure is only logged: the user sees it on Step."""
     try:
-        load(replace(Controls(), pair=kind))
+        calibrate_once(load(replace(Controls(), pair=kind)), kind)
     except Exception:  # noqa: BLE001 - a background warm-up must never stop the app
         log.exception("preloading the %s pair failed", kind)
+
+
+def calibrate_once(pair, kind: str) -> None:
+    """Calibrate the pair the first time the app starts on this machine (docs/speed.md; a few seconds, then
+    cached for this CPU, torch build, thread count and pair), so that every Step runs with this machine's
+    product plan and the Speed tab opens without waiting; nothing when a calibration is cached (load put its
+    plan on) or when the pair has no lean CPU target (a GPU, a custom pair: nothing to choose)."""
+    if calibrate.lean_target_of(pair) is None or calibrate.load_cached(machine.machine_key(kind, str(pair.device))):
+        return
+    log.info("calibrating the %s pair on this machine (once, then cached) ...", kind)
+    cal = calibrate.calibrated(pair, kind, progress=lambda message: log.info("calibrating: %s", message))
+    log.info("calibrated in %.1f s; target products: %s", cal.seconds,
+             products.describe(cal.plan) if cal.plan else "stock (no method beat it here)")

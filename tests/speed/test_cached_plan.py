@@ -63,3 +63,25 @@ def test_the_app_loads_a_pair_with_this_machines_cached_plan(lean_pair, tiny_mat
     calibrate.save(replace(sample(machine.machine_key("custom", str(pair.device))), plan=PLAN))
     assert decode.load(controls, None) is pair and few_rows.plan_of(lean) == PLAN
     assert pair.describe()["products"] == "split for 1-2 rows; stock for 3-64 rows"  # what its traces record
+
+
+def test_the_first_start_on_a_machine_calibrates_the_preloaded_pair_once(lean_pair, tmp_path, monkeypatch):
+    from ui import decode
+
+    pair, lean = lean_pair
+    monkeypatch.setenv("SPECSCOPE_CACHE", str(tmp_path))
+    measured = []
+
+    def fake_measure(pair_, key, progress, **_):  # what a calibration finds: this machine's plan
+        measured.append(key)
+        return replace(sample(key), plan=PLAN)
+
+    monkeypatch.setattr(calibrate, "measure", fake_measure)
+    decode.calibrate_once(pairs.load_pair("toy"), "toy")  # no lean target: nothing to choose, nothing timed
+    assert measured == []
+    decode.calibrate_once(pair, "custom")
+    assert measured == [machine.machine_key("custom", "cpu")] and few_rows.plan_of(lean) == PLAN
+    assert calibrate.load_cached(measured[0]) is not None  # kept for the next start
+    few_rows.apply_plan(lean, {})
+    decode.calibrate_once(pair, "custom")  # cached: not timed again (load puts the plan on)
+    assert len(measured) == 1
