@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from decoding.run import engine
-from decoding.run.config import Branching, DecodeConfig, Sequences, parse_branching
+from decoding.run.config import MAX_TOP_K, Branching, DecodeConfig, Sequences, parse_branching
 from decoding.run.schema import Trace
 from decoding.verify.registry import VERIFIERS
 from ui.caps import Caps
@@ -60,7 +60,7 @@ FIELDS: dict[str, Field] = {
     "shape": Field(str, "tree shape", choice=True),
     "branching": Field(str, "branching"),
     "sequences": Field(int, "K sequences", 1), "depth": Field(int, "depth", 1),
-    "temperature": Field(float, "temperature", 0.0, 2.0), "top_k": Field(int, "top-k", 0),
+    "temperature": Field(float, "temperature", 0.0, 2.0), "top_k": Field(int, "top-k", 0, MAX_TOP_K),
     "top_p": Field(float, "top-p", 0.05, 1.0), "seed": Field(int, "seed", 0),
     "max_new_tokens": Field(int, "max new tokens", 1),
 }  # sequences, depth and max_new_tokens get their maximum from the launch Caps (field_spec)
@@ -178,8 +178,13 @@ def _number(value: Any, label: str) -> float:
 def _check_range(spec: Field, number: float) -> None:
     low, high = spec.minimum, spec.maximum
     if (low is not None and number < low) or (high is not None and number > high):
-        span = (f"between {low:g} and {high:g}" if high is not None else f"at least {low:g}")
-        raise ValueError(f"{spec.label} must be {span}, got {number:g}")
+        span = (f"between {_shown(low)} and {_shown(high)}" if high is not None else f"at least {_shown(low)}")
+        raise ValueError(f"{spec.label} must be {span}, got {_shown(number)}")
+
+
+def _shown(number: float) -> str:
+    """A number as a user typed it: whole numbers in full (1000000, not 1e+06), others short."""
+    return str(int(number)) if number == int(number) and abs(number) < 1e18 else f"{number:g}"
 
 
 def new_key() -> str:

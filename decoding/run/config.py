@@ -16,6 +16,7 @@ MAX_DEPTH = 12
 MAX_BRANCH = 16
 MAX_NEW_TOKENS = 1024
 MAX_TOP_N = 32
+MAX_TOP_K = 1_000_000  # far above any vocabulary: a top-k of at least V keeps every token
 
 
 @dataclass(frozen=True)
@@ -138,8 +139,8 @@ class _Settings:
             raise ValueError(f"the tree would have up to {self.max_tree_nodes} nodes; the limit is {MAX_NODES}")
         if not (math.isfinite(self.temperature) and 0 <= self.temperature <= 10):
             raise ValueError(f"temperature must be between 0 and 10, got {self.temperature}")
-        if not 0 <= self.top_k <= 1_000_000:
-            raise ValueError(f"top-k must be >= 0 (0 = off), got {self.top_k}")
+        if not 0 <= self.top_k <= MAX_TOP_K:
+            raise ValueError(f"top-k must be between 0 (off) and {MAX_TOP_K}, got {self.top_k}")
         if not (math.isfinite(self.top_p) and 0 < self.top_p <= 1):
             raise ValueError(f"top-p must be in (0, 1] (1 = off), got {self.top_p}")
         if not 1 <= self.max_new_tokens <= MAX_NEW_TOKENS:

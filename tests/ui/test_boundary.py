@@ -54,7 +54,8 @@ def test_missing_and_string_values_are_read_by_the_documented_rules(name, value,
     ("top_p", 0.0, "top-p must be between 0.05 and 1"),
     ("max_new_tokens", 2000, "max new tokens must be between 1 and 1024"),
     ("seed", -1, "seed must be at least 0"),
-    ("top_k", -3.0, "top-k must be at least 0"),
+    ("top_k", -3.0, "top-k must be between 0 and 1000000, got -3$"),
+    ("top_k", 1e12, "top-k must be between 0 and 1000000, got 1000000000000$"),  # too large, not "must be >= 0"
 ])
 def test_unreadable_or_out_of_range_values_are_refused_with_one_line(name, value, message):
     with pytest.raises(ValueError, match=message):
