@@ -15,8 +15,12 @@ training run over the saved files):
 It prints the held-out acceptance sum_x min(p, q) at every level (a tenth of the ANSWERS, whole answers unseen
 in training: a split by positions leaks neighbouring positions of the same answer and overstates it).
 
-    python -m bench train-head [--out DIR] [--prompts N] [--new-tokens N] [--epochs E] [--levels L]
-        [--inner W] [--lr LR] [--data FILE ...]
+    python -m bench train-head [--out DIR] [--prompts N] [--samples S] [--new-tokens N] [--epochs E]
+        [--levels L] [--inner W] [--lr LR] [--train-batch B] [--device cpu|cuda] [--data FILE ...]
+
+--device cuda runs all three stages on a GPU (the answers in batches of --batch, e.g. 256; the features; the
+training), where ten times the shipped head's data takes minutes instead of the hours two CPU cores need;
+--samples draws several answers per prompt. The head is saved in float16 on the CPU either way.
 """
 
 from __future__ import annotations
@@ -51,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", nargs="+", default=None, help="answers+features files saved earlier (skips 1-2)")
     p.add_argument("--save-data", default=None, help="save the answers+features here (safetensors)")
     p.add_argument("--answers-only", action="store_true", help="stop after saving the answers+features")
+    p.add_argument("--samples", type=int, default=1, help="answers sampled per prompt (more data from as many prompts)")
+    p.add_argument("--train-batch", type=int, default=256, help="examples per training step")
+    p.add_argument("--device", default="cpu", help="cpu or cuda: where the answers, features and training run")
     p.add_argument("--seed", type=int, default=0)
     return p
 
@@ -63,14 +70,14 @@ def answers(model, tokenizer, prompts: list[str], batch: int, new_tokens: int,
     for start in range(0, len(prompts), batch):
         texts = [tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False,
                                                add_generation_prompt=True) for p in prompts[start:start + batch]]
-        enc = tokenizer(texts, return_tensors="pt", padding=True)
+        enc = tokenizer(texts, return_tensors="pt", padding=True).to(model.device)
         temperature = temperatures[(start // batch) % len(temperatures)]
         sampling = dict(do_sample=True, temperature=temperature, top_k=0, top_p=1.0) if temperature > 0 else \
             dict(do_sample=False)
         with torch.no_grad():
             out = model.generate(**enc, max_new_tokens=new_tokens, pad_token_id=tokenizer.pad_token_id, **sampling)
         width = enc["input_ids"].shape[1]
-        for row, mask in zip(out.tolist(), enc["attention_mask"], strict=True):
+        for row, mask in zip(out.tolist(), enc["attention_mask"].cpu(), strict=True):
             ids = row[int((mask == 0).sum()):]
             prompt_len = width - int((mask == 0).sum())
             if tokenizer.eos_token_id in ids[prompt_len:]:
@@ -81,9 +88,10 @@ def answers(model, tokenizer, prompts: list[str], batch: int, new_tokens: int,
 
 
 def features(model, seqs: list[list[int]]) -> list[torch.Tensor]:
-    """Each sequence's final-normed features [L, hidden] (float16), one teacher-forced forward each."""
+    """Each sequence's final-normed features [L, hidden] (float16, on the CPU), one teacher-forced forward each."""
     with torch.no_grad():
-        return [model.model(torch.tensor([s])).last_hidden_state[0].to(torch.float16) for s in seqs]
+        return [model.model(torch.tensor([s], device=model.device)).last_hidden_state[0].to(torch.float16).cpu()
+                for s in seqs]
 
 
 def save_data(data: dict, path: str) -> None:
@@ -152,18 +160,22 @@ class Objective:
         return ce + 0.1 * reg, alphas
 
 
-def train(ex: dict[str, torch.Tensor], objective: Objective, epochs: float, seed: int, lr: float = 1e-3) -> dict:
+def train(ex: dict[str, torch.Tensor], objective: Objective, epochs: float, seed: int, lr: float = 1e-3,
+          batch: int = 256) -> dict:
+    """Train the head on the examples (moved to the objective's device); a tenth of the answers held out."""
+    device = objective.lm_rows.device
+    ex = {key: value.to(device) for key, value in ex.items()}
     n, answers_seen = len(ex["pos"]), int(ex["answer"].max()) + 1
     order = torch.randperm(answers_seen, generator=torch.Generator().manual_seed(seed))
-    held_answers = order[: max(answers_seen // 10, 1)]
+    held_answers = order[: max(answers_seen // 10, 1)].to(device)
     is_held = torch.isin(ex["answer"], held_answers)  # a tenth of the ANSWERS, unseen in training
     held, fit = is_held.nonzero()[:, 0], (~is_held).nonzero()[:, 0]
-    batch, steps = 256, max(int(epochs * len(fit) / 256), 1)
+    steps = max(int(epochs * len(fit) / batch), 1)
     opt = torch.optim.AdamW(objective.head.parameters(), lr=lr, weight_decay=0.0)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, lr, total_steps=steps, pct_start=0.05)
     t0, draw = time.time(), torch.Generator().manual_seed(seed + 1)
     for step in range(steps):
-        loss, _ = objective(ex, fit[torch.randint(len(fit), (batch,), generator=draw)], noise=0.05)
+        loss, _ = objective(ex, fit[torch.randint(len(fit), (batch,), generator=draw).to(device)], noise=0.05)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -185,12 +197,13 @@ def held_out(objective: Objective, ex: dict[str, torch.Tensor], held: torch.Tens
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     torch.manual_seed(args.seed)
-    model = embedded.load_target("cpu", lambda m: print(m, file=sys.stderr))
+    model = embedded.load_target(args.device, lambda m: print(m, file=sys.stderr))
     if args.data:
         parts = [load_data(path) for path in args.data]
         data = {key: [item for part in parts for item in part[key]] for key in ("seqs", "feats")}
     else:
-        prompts = json.loads(PROMPTS.read_text())["prompts"][args.first_prompt: args.first_prompt + args.prompts]
+        chosen = json.loads(PROMPTS.read_text())["prompts"][args.first_prompt: args.first_prompt + args.prompts]
+        prompts = [prompt for prompt in chosen for _ in range(args.samples)]
         temperatures = [float(t) for t in args.temperatures.split(",")]
         seqs = answers(model, embedded.load_tokenizer(lambda m: None), prompts, args.batch, args.new_tokens,
                        temperatures)
@@ -200,10 +213,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.answers_only:
             return 0
     config = draft_head.HeadConfig(hidden=int(model.config.hidden_size), inner=args.inner, head_size=args.head_size)
-    head = draft_head.DraftHead(config)
+    head = draft_head.DraftHead(config).to(model.device)
     objective = Objective(head, model.model.embed_tokens.weight.detach(),
                           model.lm_head.weight.detach()[: args.head_size], args.levels)
-    stats = train(examples(data["seqs"], data["feats"], args.levels), objective, args.epochs, args.seed, args.lr)
+    stats = train(examples(data["seqs"], data["feats"], args.levels), objective, args.epochs, args.seed, args.lr,
+                  args.train_batch)
     about = {"made_by": "python -m bench train-head " + " ".join(argv or sys.argv[1:]), **stats,
              "answers": len(data["seqs"]), "answer_tokens": sum(map(len, data["seqs"]))}
     draft_head.save_head(head.eval(), Path(args.out), about)

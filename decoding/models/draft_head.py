@@ -61,7 +61,7 @@ def save_head(head: DraftHead, folder: Path, about: dict) -> None:
     from safetensors.torch import save_file
 
     folder.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.detach().to(torch.float16).contiguous() for k, v in head.state_dict().items()},
+    save_file({k: v.detach().to(device="cpu", dtype=torch.float16).contiguous() for k, v in head.state_dict().items()},
               str(folder / WEIGHTS))
     (folder / CONFIG).write_text(json.dumps({"config": asdict(head.config), "about": about}, indent=1) + "\n")
 
