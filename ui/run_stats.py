@@ -29,6 +29,8 @@ from viz import stats
 
 LABEL = "Run statistics"
 PROGRESS = gr.Progress()  # Gradio gives each event its own tracker; this default holds no state
+GUIDE = ("Press **Step** or **Run** first: these charts read the run's steps. Then **Compare with the target "
+         "alone** times plain decoding of the same tokens, for the speed-up.")
 
 
 @dataclass
@@ -43,7 +45,7 @@ class RunStats:
     def build(cls) -> RunStats:
         with gr.Tab(LABEL, id="stats") as tab:
             baseline = gr.Button("Compare with the target alone (plain decoding)", size="sm")
-            summary = gr.Markdown("Press **Step** to draft and verify one tree.")
+            summary = gr.Markdown(GUIDE, elem_id="stats-summary")
             plot = gr.Plot(label="run statistics", show_label=False, elem_id="stats-plot")
             # Inside the tab: a gr.Tabs' children must all be tabs. Gradio numbers each tab by its index among
             # them, so a State between two tabs shifted every later tab's number by one, and selecting one of
@@ -59,7 +61,7 @@ class RunStats:
         return {self.plot: gr.skip(), self.summary: gr.skip()}
 
     def charts(self, session: Session, runs: RunCache | None = None) -> Out:
-        """The four charts and the summary of the session's run (cleared when it has no steps); the steps'
+        """The four charts and the summary of the session's run (the one-line guide when it has no steps); the steps'
         theory computed first where the live run in `runs` keeps their rows."""
         if not session.steps:
             return self.clear()
@@ -70,7 +72,8 @@ class RunStats:
                 self.summary: stats.summary_markdown(steps, session.baseline, seconds) + theory_note(steps)}
 
     def clear(self) -> Out:
-        return {self.plot: None, self.summary: ""}
+        """No run (a fresh page, after Reset): no charts, and one line saying what to press."""
+        return {self.plot: None, self.summary: GUIDE}
 
 
 def theory_note(steps) -> str:

@@ -25,6 +25,7 @@ from ui import decode
 from ui.run_cache import RunCache
 from ui.session import Session
 from viz import speed as speed_view
+from viz import stats
 
 log = logging.getLogger("specscope.speed")
 PROGRESS = gr.Progress()
@@ -117,13 +118,16 @@ def _facts(cal: Calibration, table: chooser.AcceptanceTable, choice: chooser.Cho
     ranked = list(choice.ranked[: TOP - 1]) + [choice.alone]
     shapes = tuple(speed_view.ShapeRow(p.label(), p.tokens_per_step, p.step_ms, p.tokens_per_s / alone)
                    for p in sorted(ranked, key=lambda p: -p.tokens_per_s))
-    run_label = run_predicted = None
+    run_label = run_predicted = mine = None
     if isinstance(config.shape, Branching) and config.drafting:
         mine = chooser.predict(config.shape.levels, cal.costs, table)
         run_label, run_predicted = f"{config.verifier} {config.shape_text()}", mine.tokens_per_s / alone
         shapes = shapes + (speed_view.ShapeRow(f"{run_label} (this run)", mine.tokens_per_step, mine.step_ms,
                                                run_predicted),)
     measured, how = measured_speedup(session, cal)
+    against = run_against(session)
+    below = (speed_view.below_prediction(session.steps, run_predicted, mine.step_ms, measured, against)
+             if run_predicted is not None else ())
     key = cal.key
     plan = products.describe(cal.plan)
     return speed_view.SpeedFacts(
@@ -131,19 +135,23 @@ def _facts(cal: Calibration, table: chooser.AcceptanceTable, choice: chooser.Cho
         stock=cal.stock_costs.target, planned=cal.costs.target, plan=plan, draft=cal.costs.draft,
         overhead_ms=cal.costs.overhead, shapes=shapes, chosen=choice.why(), run_label=run_label,
         run_predicted=run_predicted, run_measured=measured, measured_how=how,
-        nodes=table.nodes if from_run else 0, overhead_per_row_ms=cal.costs.overhead_per_row)
+        nodes=table.nodes if from_run else 0, overhead_per_row_ms=cal.costs.overhead_per_row,
+        run_against=against, run_below=below)
+
+
+def run_against(session: Session) -> stats.Against | None:
+    """The run over the target alone the user ran: the same numbers as the Run statistics tab (viz/stats.py)."""
+    seconds = session.trace.summary.seconds if session.trace and session.trace.summary else None
+    return stats.against_baseline(session.steps, session.baseline, seconds)
 
 
 def measured_speedup(session: Session, cal: Calibration) -> tuple[float | None, str]:
-    """This run's tokens per second over the target alone's: against the baseline the user ran (Run
-    statistics: both recorded runs), else its decoding time (draft + target + verify of every step after the
-    first, which pays the prompt's prefill; building the app's records excluded, as a fast run pays none)
-    against the calibrated one-row forward, with the products the run began with (a run started before this
-    view put the machine's plan on decoded with the stock ones). None until a step after the first."""
-    summary = session.trace.summary if session.trace else None
-    if session.baseline is not None and session.baseline.seconds and summary and summary.seconds:
-        speed = summary.new_tokens / summary.seconds
-        return speed / (session.baseline.tokens / session.baseline.seconds), "against the target alone you ran"
+    """This run's tokens per second over the calibrated target alone's: its decoding time (draft + target +
+    verify of every step after the first, which pays a run's one-time costs; building the app's records
+    excluded, as a fast run pays none) against the calibrated one-row forward, with the products the run began
+    with (a run started before this view put the machine's plan on decoded with the stock ones). The same
+    footing as the prediction; the speed-up over a target alone the user ran is `run_against`. None until a
+    step after the first."""
     steps = session.trace.steps[1:] if session.trace else ()
     ms = sum(s.decode_ms for s in steps)
     if not steps or ms <= 0:
@@ -152,7 +160,7 @@ def measured_speedup(session: Session, cal: Calibration) -> tuple[float | None, 
     began_planned = not cal.plan or PLAN_KEY in (session.run.pair if session.run else {})
     alone_ms = cal.costs.alone_ms() if began_planned else cal.stock_costs.alone_ms()
     return speed / (1000.0 / alone_ms), (
-        f"its {len(steps)} step{'s' * (len(steps) > 1)} after the first, decoding time only, against the "
-        + ("calibrated target alone" if began_planned else
+        f"its {len(steps)} step{'s' * (len(steps) > 1)} after the first, {stats.DECODING_ONLY}, against the "
+        + (f"calibrated target alone ({alone_ms:.1f} ms a token, not run)" if began_planned else
            "target alone with the stock products this run began with; this machine's plan went on when this view "
            "calibrated: Reset and run again to measure with it"))

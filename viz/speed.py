@@ -9,30 +9,36 @@ run measured for its own shape.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from decoding.run.schema import StepRecord
 from viz.palette import P_COLOR, Q_COLOR, RESIDUAL_COLOR
+from viz.stats import Against, slow_reasons
 
-EXPLAIN = (
-    "**Why the same algorithm gives 2-3x on a GPU and may lose on a CPU.** A speculative step drafts a few tokens "
-    "cheaply, then checks all of them in ONE target forward over the tree's rows. It pays when that forward costs "
-    "about what a one-token forward costs, so every accepted draft token is nearly free. On a GPU that holds: one "
-    "token leaves the chip idle while the weights stream in, and 8 or 64 rows reuse the same weight reads (a flat "
-    "curve on the left), so a deep tree wins, provided the draft is cheap and often accepted. A model as small as "
-    "this 135M one barely loads a GPU: on an H100 its forward, replayed from CUDA graphs, takes 3.2 ms against "
-    "transformers' 15 ms, 5x plain generate(), but the second row costs 1.35x the first and a draft level a "
-    "quarter of a forward, while the trained head's acceptance stops near 1.4 tokens a step: no draft pays there, "
-    "and the target alone is the fastest choice. On a CPU the few-row product is often dearer per row than "
-    "it should be (MKL's BLAS re-packs the weights for each small product), so 3 rows can cost twice one row; then "
-    "each drafted token must be accepted often enough to pay for its row and its draft forward, and when it is not,"
-    " the fastest choice is no draft at all. So the calibration times each way of multiplying this torch build has "
-    "(MKL, oneDNN on weights laid out once, numpy's BLAS) and keeps the fastest per row count: where one of them "
-    "reads the weights once for a few rows, the CPU's curve turns flat like a GPU's. The chooser then does the "
-    "arithmetic with this machine's measured costs and this run's exact acceptance."
-)
+EXPLAIN = """**Why the same algorithm gives 2-3x on a GPU and may lose on a CPU.**
+
+- A speculative step drafts a few tokens cheaply, then checks all of them in ONE target forward over the tree's \
+rows. It pays when that forward costs about what a one-token forward costs: then every accepted draft token is \
+nearly free.
+- **On a GPU** that holds: one token leaves the chip idle while the weights stream in, and 8 or 64 rows reuse \
+the same weight reads (a flat curve in the top chart). A deep tree wins, provided the draft is cheap and often \
+accepted.
+- **But a model as small as this 135M one** barely loads a GPU. On an H100 its forward, replayed from CUDA \
+graphs, takes 3.2 ms against transformers' 15 ms (5x plain generate()), yet the second row costs 1.35x the \
+first, a draft level a quarter of a forward, and the trained head's acceptance stops near 1.4 tokens a step: no \
+draft pays there, and the target alone is the fastest choice.
+- **On a CPU** the few-row product is often dearer per row than it should be (MKL's BLAS re-packs the weights \
+for each small product), so 3 rows can cost twice one row. Each drafted token must then be accepted often \
+enough to pay for its row and its draft forward; when it is not, the fastest choice is no draft at all.
+- **So the calibration** times each way of multiplying this torch build has (MKL, oneDNN on weights laid out \
+once, numpy's BLAS) and keeps the fastest per row count: where one of them reads the weights once for a few \
+rows, the CPU's curve turns flat like a GPU's. The chooser then does the arithmetic with this machine's \
+measured costs and this run's exact acceptance.
+"""
 
 
 @dataclass(frozen=True)
@@ -59,6 +65,8 @@ class SpeedFacts:
     measured_how: str = ""
     nodes: int = 0  # p/q rows the acceptance was measured on
     overhead_per_row_ms: float = 0.0
+    run_against: Against | None = None  # over the target alone the user ran (viz/stats.py: Run statistics' too)
+    run_below: tuple[str, ...] = ()  # why a measured number is far below the prediction, where the run can tell
 
 
 def shown_shapes(facts: SpeedFacts, top: int) -> tuple[ShapeRow, ...]:
@@ -66,34 +74,107 @@ def shown_shapes(facts: SpeedFacts, top: int) -> tuple[ShapeRow, ...]:
     return facts.shapes[:top] + tuple(s for s in facts.shapes[top:] if s.label.endswith("(this run)"))
 
 
+ROWS_PX = 250  # the cost curve's height
+SHAPE_PX = 26  # a shape's row in the two bottom charts
+GAP_PX = 160  # between the two rows: the curve's tick labels and axis title, its legend, the bottom titles
+UNDER_AXIS_PX = 55  # an x axis's tick labels and title, above its legend
+MARGIN = dict(l=40, r=40, t=70, b=130)  # the bottom legend (up to 3 lines at 800 px) in the bottom margin
+FAR_BELOW = 0.8  # a measured speed-up under this share of the prediction gets a line saying why
+FASTER, SLOWER, ALONE = "predicted faster than the target alone", "predicted slower", "target alone"
+MEASURED = "measured: its steps after the first vs the calibrated target alone"
+MEASURED_RAN = "measured: vs the target alone you ran (decoding time only)"
+
+
 def figure(facts: SpeedFacts, top: int = 10) -> go.Figure:
-    fig = make_subplots(rows=1, cols=3, column_widths=[0.36, 0.32, 0.32], horizontal_spacing=0.09,
-                        subplot_titles=("target forward of N rows (x 1 row, log)", "tokens per step (exact, this run)",
-                                        "predicted speed-up over the target alone"))
+    """The cost curve across the top (its own legend under it); below, one row per shape, fastest first: its
+    exact tokens per step and its predicted speed-up (the second legend says what the colours are). Stacked
+    so the titles and labels have room at any width (three charts side by side overlapped at 800 px)."""
+    shown = shown_shapes(facts, top)
+    bottom_px = SHAPE_PX * len(shown) + 20
+    plot_px = ROWS_PX + GAP_PX + bottom_px
+    fig = make_subplots(rows=2, cols=2, specs=[[{"colspan": 2}, None], [{}, {}]], horizontal_spacing=0.06,
+                        row_heights=[ROWS_PX, bottom_px], vertical_spacing=GAP_PX / plot_px,
+                        subplot_titles=("cost of a target forward over N rows, x one row (log scale)",
+                                        "tokens per step (exact, this run)", "predicted speed-up over the target alone"))
+    _cost_curve(fig, facts)
+    _shapes(fig, facts, shown)
+    under_curve = fig.layout.yaxis.domain[0] - UNDER_AXIS_PX / plot_px
+    fig.update_layout(height=plot_px + MARGIN["t"] + MARGIN["b"], margin=MARGIN, barmode="group",
+                      plot_bgcolor="white", title=dict(text=f"Speed on {facts.machine}", x=0.01),
+                      legend=dict(orientation="h", x=0, xanchor="left", y=under_curve, yanchor="top",
+                                  font=dict(size=11)),
+                      legend2=dict(orientation="h", x=0, xanchor="left", y=-UNDER_AXIS_PX / plot_px,
+                                   yanchor="top", font=dict(size=11)))
+    fig.update_xaxes(gridcolor="#EEEEEE")
+    fig.update_yaxes(gridcolor="#EEEEEE")
+    return fig
+
+
+def _cost_curve(fig: go.Figure, facts: SpeedFacts) -> None:
     one = facts.planned[0][1] or 1.0
     rows = [str(n) for n, _ in facts.planned]
+    drafts = [f"draft {n}" for n, _ in facts.draft]
     fig.add_bar(x=[str(n) for n, _ in facts.stock], y=[ms / (facts.stock[0][1] or 1.0) for _, ms in facts.stock],
-                name="stock products", marker_color=RESIDUAL_COLOR, row=1, col=1)  # timed at fewer sizes
+                name="stock products", marker_color=RESIDUAL_COLOR, legend="legend", row=1, col=1)
     fig.add_bar(x=rows, y=[ms / one for _, ms in facts.planned], name="with this machine's plan",
-                marker_color=P_COLOR, row=1, col=1)
-    fig.add_bar(x=[f"draft {n}" for n, _ in facts.draft], y=[ms / one for _, ms in facts.draft],
-                name="one draft level", marker_color=Q_COLOR, row=1, col=1)
-    shown = shown_shapes(facts, top)
-    labels = [s.label for s in shown]
-    fig.add_bar(x=labels, y=[s.tokens_per_step for s in shown], marker_color=Q_COLOR, showlegend=False,
-                row=1, col=2)
-    fig.add_bar(x=labels, y=[s.speedup for s in shown], showlegend=False, row=1, col=3,
-                marker_color=[P_COLOR if s.speedup > 1 else RESIDUAL_COLOR for s in shown])
-    fig.add_hline(y=1.0, line_dash="dot", row=1, col=3)
+                marker_color=P_COLOR, legend="legend", row=1, col=1)
+    fig.add_bar(x=drafts, y=[ms / one for _, ms in facts.draft], name="one draft level over N parents",
+                marker_color=Q_COLOR, legend="legend", row=1, col=1)
     fig.update_yaxes(type="log", row=1, col=1)  # a GPU's flat curve and a CPU's steep one on one scale
-    fig.update_xaxes(categoryorder="array", categoryarray=rows + [f"draft {n}" for n, _ in facts.draft], row=1, col=1)
+    fig.update_xaxes(categoryorder="array", categoryarray=rows + drafts, title_text="rows in one forward",
+                     row=1, col=1)
+
+
+def _shapes(fig: go.Figure, facts: SpeedFacts, shown: tuple[ShapeRow, ...]) -> None:
+    labels = [s.label for s in shown]
+    fig.add_bar(y=labels, x=[s.tokens_per_step for s in shown], orientation="h", marker_color=Q_COLOR,
+                name="tokens per step (exact)", text=[f"{s.tokens_per_step:.2f}" for s in shown],
+                textposition="outside", cliponaxis=False, legend="legend2", row=2, col=1)
+    for name, color, part in _by_verdict(shown):
+        fig.add_bar(y=[s.label for s in part], x=[s.speedup for s in part], orientation="h", marker_color=color,
+                    name=name, text=[f"{s.speedup:.2f}x" for s in part], textposition="outside", cliponaxis=False,
+                    legend="legend2", row=2, col=2)
     if facts.run_measured is not None and facts.run_label:
-        fig.add_scatter(x=[f"{facts.run_label} (this run)"], y=[facts.run_measured], mode="markers",
-                        name="this run, measured",
-                        marker=dict(symbol="diamond", size=13, color="black"), row=1, col=3)
-    fig.update_layout(height=420, margin=dict(l=40, r=20, t=60, b=90), barmode="group",
-                      legend=dict(orientation="h", y=-0.28), title=dict(text=f"Speed on {facts.machine}", x=0.01))
-    return fig
+        fig.add_scatter(y=[f"{facts.run_label} (this run)"], x=[facts.run_measured], mode="markers", name=MEASURED,
+                        marker=dict(symbol="diamond", size=13, color="black"), legend="legend2", row=2, col=2)
+    if facts.run_against is not None and facts.run_label:
+        fig.add_scatter(y=[f"{facts.run_label} (this run)"], x=[facts.run_against.decoding], mode="markers",
+                        name=MEASURED_RAN, marker=dict(symbol="diamond-open", size=13, color="black",
+                                                       line=dict(width=2)), legend="legend2", row=2, col=2)
+    fig.add_vline(x=1.0, line_dash="dot", row=2, col=2)
+    for col in (1, 2):  # both charts read the same shapes, top to bottom, fastest first
+        fig.update_yaxes(categoryorder="array", categoryarray=labels, autorange="reversed", row=2, col=col)
+    fig.update_yaxes(showticklabels=False, row=2, col=2)
+    most = max([s.speedup for s in shown] + [facts.run_measured or 0, getattr(facts.run_against, "decoding", 0)])
+    fig.update_xaxes(range=[0, 1.25 * max(s.tokens_per_step for s in shown)], title_text="tokens", row=2, col=1)
+    fig.update_xaxes(range=[0, 1.25 * max(most, 1.0)], title_text="x the target alone", row=2, col=2)
+
+
+def _by_verdict(shown: tuple[ShapeRow, ...]) -> list[tuple[str, str, list[ShapeRow]]]:
+    """The speed-up bars in three colours, each named in the legend: faster, the target alone, slower."""
+    alone = [s for s in shown if s.label == ALONE]
+    return [(FASTER, P_COLOR, [s for s in shown if s.speedup > 1 and s.label != ALONE]),
+            (ALONE, "#777777", alone),
+            (SLOWER, RESIDUAL_COLOR, [s for s in shown if s.speedup <= 1 and s.label != ALONE])]
+
+
+def below_prediction(steps: Sequence[StepRecord], predicted: float, predicted_step_ms: float,
+                     measured: float | None, against: Against | None) -> tuple[str, ...]:
+    """Why a measured speed-up is far below the prediction, where this run's records can tell; () when none is.
+    The calibrated number leaves the first step out, the one against the target alone you ran keeps it."""
+    low_calibrated = measured is not None and measured < FAR_BELOW * predicted
+    low_ran = against is not None and against.decoding < FAR_BELOW * predicted
+    if not (low_calibrated or low_ran):
+        return ()
+    reasons = slow_reasons(steps, first_included=low_ran)
+    later = steps[1:]
+    ms = sum(s.decode_ms for s in later) / len(later) if later else 0.0
+    if ms > 1.25 * predicted_step_ms > 0:
+        reasons.insert(0, f"its steps after the first took {ms:.0f} ms each where {predicted_step_ms:.0f} were "
+                          "predicted (the machine busier than when it was calibrated)")
+    if not reasons:
+        reasons.append("the machine's speed drifts between the calibration and the run: calibrate again idle")
+    return tuple(reasons)
 
 
 def summary_markdown(facts: SpeedFacts, top: int = 10) -> str:
@@ -106,10 +187,26 @@ def summary_markdown(facts: SpeedFacts, top: int = 10) -> str:
                 if facts.nodes else "Acceptance from the calibration's own run (this run has none to read)."),
              ""]
     if facts.run_label and facts.run_predicted is not None:
-        measured = (f"{facts.run_measured:.2f}x ({facts.measured_how})" if facts.run_measured is not None
-                    else f"— ({facts.measured_how})" if facts.measured_how else "—")
-        lines += [f"This run, {facts.run_label}: predicted {facts.run_predicted:.2f}x, measured {measured}.", ""]
+        lines += run_lines(facts) + [""]
     lines += ["| shape | tokens / step | step ms | predicted x target alone |", "|---|---|---|---|"]
     lines += [f"| {s.label} | {s.tokens_per_step:.2f} | {s.step_ms:.1f} | {s.speedup:.2f} |"
               for s in shown_shapes(facts, top)]
     return "\n".join(lines)
+
+
+def run_lines(facts: SpeedFacts) -> list[str]:
+    """The run's predicted speed-up and each measured one, each saying what it is measured on."""
+    if facts.run_measured is not None:
+        measured = f"**{facts.run_measured:.2f}x**: {facts.measured_how}"
+    else:
+        measured = f"— ({facts.measured_how})" if facts.measured_how else "—"
+    ran = (facts.run_against.words() if facts.run_against is not None else
+           "against the target alone you ran: press **Compare with the target alone** in Run statistics")
+    lines = [f"**This run, {facts.run_label}:**",
+             f"- predicted **{facts.run_predicted:.2f}x** the target alone (this machine's calibrated costs, this "
+             "run's exact acceptance; decoding steps only)",
+             f"- measured {measured}",
+             f"- measured {ran}"]
+    if facts.run_below:
+        lines.append(f"- why below the prediction: {'; '.join(facts.run_below)}.")
+    return lines

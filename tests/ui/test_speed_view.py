@@ -11,16 +11,19 @@ import pytest
 import app
 from decoding.speed import acceptance, calibrate, chooser
 from ui import controls as ui_controls
-from ui import speed
+from ui import run_stats, speed
 from ui.run_cache import RunCache
 from ui.session import Controls, Session
+from viz import speed as speed_view
+from viz import stats
 
 CONTROLS = replace(Controls(), pair="toy", prompt="the cat", verifier="sd", branching="1,1,1",
                    temperature=1.0, seed=2, max_new_tokens=30)
 
 
 @pytest.fixture
-def session_and_runs(tmp_path, monkeypatch):
+def page(tmp_path, monkeypatch):
+    """(session after 4 Steps, the run cache, the page's views): the live toy run as the page makes it."""
     monkeypatch.setenv("SPECSCOPE_CACHE", str(tmp_path))  # this test's own calibration cache
     runs = RunCache()
     _, views = app.build_page("toy", runs)
@@ -28,13 +31,18 @@ def session_and_runs(tmp_path, monkeypatch):
     session = None
     for _ in range(4):
         session = ui_controls.step(views, views.inputs(session, **raw), progress=None, runs=runs)[views.state]
-    return session, runs
+    return session, runs, views
+
+
+@pytest.fixture
+def session_and_runs(page):
+    return page[:2]
 
 
 def test_the_view_explains_a_live_run(session_and_runs):
     session, runs = session_and_runs
     text, figure = speed.explain(session, runs, progress=None)
-    assert text.startswith("**On ") and "This run, sd 1,1,1: predicted" in text
+    assert text.startswith("**On ") and "**This run, sd 1,1,1:**\n- predicted **" in text
     assert figure is not None and len(figure.data) >= 5
     assert "| sd 1,1,1 (this run) |" in text
     rows, seen = speed.live_evidence(session, runs)
@@ -67,7 +75,7 @@ def test_a_tree_run_of_width_three_is_explained_too(tmp_path, monkeypatch):
     for _ in range(2):
         session = ui_controls.step(views, views.inputs(session, **raw), progress=None, runs=runs)[views.state]
     text, figure = speed.explain(session, runs, progress=None)
-    assert "This run, rrs_wor 3,2,2: predicted" in text and figure is not None
+    assert "**This run, rrs_wor 3,2,2:**\n- predicted **" in text and figure is not None
     # every shown step's rows were let go once its theory was filled; their numbers were kept (run/seen.py),
     # so the view reads this run's acceptance, never the calibration's (it did, on the app's default shape)
     _, seen = speed.live_evidence(session, runs)
@@ -109,4 +117,57 @@ def test_a_run_begun_before_the_plan_is_measured_against_the_stock_target_alone(
     assert got == pytest.approx(speed_of_run * stock.alone_ms() / 1000) and "stock products" in how
     began_planned = replace(session, run=replace(session.run, pair={**session.run.pair, "products": "onednn"}))
     got, how = speed.measured_speedup(began_planned, planned)
-    assert got == pytest.approx(speed_of_run * cal.costs.alone_ms() / 1000) and how.endswith("calibrated target alone")
+    assert got == pytest.approx(speed_of_run * cal.costs.alone_ms() / 1000) and "calibrated target alone (" in how
+    assert how.endswith(" ms a token, not run)")
+
+
+def test_both_tabs_show_the_same_speed_up_against_the_target_alone_you_ran(page):
+    """Run statistics said 0.42x (decoding time) where the Speed tab said 0.18x "against the target alone you ran"
+    (the wall time, recording included) for the same run: one definition now (viz/stats.against_baseline), both
+    numbers in both tabs, each saying what it is."""
+    session, runs, views = page
+    out = run_stats.baseline(views, session, progress=None)  # the button in Run statistics, as the page calls it
+    session = out[views.state]
+    panel = run_stats._panel(views)
+    table = out[panel.summary]
+    text, _ = speed.explain(session, runs, progress=None)
+    seconds = session.trace.summary.seconds
+    got = stats.against_baseline(session.steps, session.baseline, seconds)
+    assert got is not None and got.wall < got.decoding  # the recording costs time: two different numbers
+    assert f"| speed-up | {got.decoding:.2f}x (decoding time only) |" in table
+    assert f"| speed-up, wall time incl. the app's recording | {got.wall:.2f}x |" in table
+    assert (f"- measured **{got.decoding:.2f}x** against the target alone you ran, decoding time only (draft + "
+            f"target + verify); {got.wall:.2f}x in wall time incl. the app's recording") in text
+    before, _ = speed.explain(page[0], runs, progress=None)  # no baseline yet: the tab says how to get one
+    assert "- measured against the target alone you ran: press **Compare with the target alone**" in before
+
+
+def test_the_figure_gives_each_chart_room_and_a_legend(session_and_runs):
+    """At 800 px the three side-by-side titles overlapped and the legend (the cost curve's only) sat on the middle
+    chart's labels: the curve now spans the top with its legend under its axis; the shapes are rows (labels
+    read across) in two charts below, whose legend says what blue and pink are."""
+    session, runs = session_and_runs
+    _, fig = speed.explain(session, runs, progress=None)
+    layout = fig.layout
+    titles = {a.text: a.y for a in layout.annotations}
+    curve, tokens, speedup = (titles[t] for t in ("cost of a target forward over N rows, x one row (log scale)",
+                                                  "tokens per step (exact, this run)",
+                                                  "predicted speed-up over the target alone"))
+    assert tokens == speedup < layout.yaxis.domain[0] < curve  # the curve's title alone on its row
+    assert layout.yaxis2.domain[1] < layout.legend.y < layout.yaxis.domain[0]  # between the rows, not on labels
+    assert layout.legend2.y < 0  # under the bottom charts' axes
+    by_legend = {}
+    for trace in fig.data:
+        by_legend.setdefault(trace.legend or "legend", set()).add(trace.name)
+    assert by_legend["legend"] == {"stock products", "with this machine's plan", "one draft level over N parents"}
+    assert by_legend["legend2"] >= {"tokens per step (exact)", speed_view.MEASURED}
+    assert by_legend["legend2"] & {speed_view.FASTER, speed_view.SLOWER}  # what the speed-up bars' colours mean
+    shapes = [t for t in fig.data if t.orientation == "h"]
+    assert shapes[0].name == "tokens per step (exact)" and "sd 1,1,1 (this run)" in shapes[0].y
+    assert all(len(t.x) == len(t.y) for t in shapes)  # shape names on the y axis: no rotated, clipped labels
+
+
+def test_the_tab_explains_in_short_paragraphs():
+    paragraphs = [p for p in speed_view.EXPLAIN.split("\n") if p.strip()]
+    assert len(paragraphs) >= 5 and all(len(p) < 520 for p in paragraphs)  # one 1900-character block before
+    assert sum(p.startswith("- ") for p in paragraphs) >= 4
