@@ -79,6 +79,7 @@ SHAPE_PX = 26  # a shape's row in the two bottom charts
 GAP_PX = 160  # between the two rows: the curve's tick labels and axis title, its legend, the bottom titles
 UNDER_AXIS_PX = 55  # an x axis's tick labels and title, above its legend
 MARGIN = dict(l=40, r=40, t=70, b=130)  # the bottom legend (up to 3 lines at 800 px) in the bottom margin
+TOKENS_TITLE, SPEEDUP_TITLE = "tokens per step<br>(exact, this run)", "predicted speed-up<br>over the target alone"
 FAR_BELOW = 0.8  # a measured speed-up under this share of the prediction gets a line saying why
 FASTER, SLOWER, ALONE = "predicted faster than the target alone", "predicted slower", "target alone"
 MEASURED = "measured: its steps after the first vs the calibrated target alone"
@@ -95,7 +96,7 @@ def figure(facts: SpeedFacts, top: int = 10) -> go.Figure:
     fig = make_subplots(rows=2, cols=2, specs=[[{"colspan": 2}, None], [{}, {}]], horizontal_spacing=0.06,
                         row_heights=[ROWS_PX, bottom_px], vertical_spacing=GAP_PX / plot_px,
                         subplot_titles=("cost of a target forward over N rows, x one row (log scale)",
-                                        "tokens per step (exact, this run)", "predicted speed-up over the target alone"))
+                                        TOKENS_TITLE, SPEEDUP_TITLE))
     _cost_curve(fig, facts)
     _shapes(fig, facts, shown)
     under_curve = fig.layout.yaxis.domain[0] - UNDER_AXIS_PX / plot_px

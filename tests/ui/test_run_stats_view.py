@@ -76,6 +76,8 @@ def test_the_speed_chart_says_what_it_compares_before_and_after_the_baseline(pag
     before = run_stats.tab_selected(panel, session, run_stats.LABEL, runs)
     titles = [a.text for a in before[panel.plot].layout.annotations]
     assert "speed of this run" in titles and stats.PRESS_BASELINE in titles
+    bars = [y for t in before[panel.plot].data if t.legend == "legend4" for y in t.y]
+    assert before[panel.plot].layout.yaxis4.range[1] >= 1.6 * max(bars)  # the note above the bars, not on them
     assert "| target alone (plain decoding) | press **Compare with the target alone** to run it |" in \
         before[panel.summary]
     after = run_stats.baseline(views, session, progress=None)

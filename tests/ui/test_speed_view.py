@@ -132,12 +132,15 @@ def test_both_tabs_show_the_same_speed_up_against_the_target_alone_you_ran(page)
     table = out[panel.summary]
     text, _ = speed.explain(session, runs, progress=None)
     seconds = session.trace.summary.seconds
-    got = stats.against_baseline(session.steps, session.baseline, seconds)
-    assert got is not None and got.wall < got.decoding  # the recording costs time: two different numbers
-    assert f"| speed-up | {got.decoding:.2f}x (decoding time only) |" in table
-    assert f"| speed-up, wall time incl. the app's recording | {got.wall:.2f}x |" in table
-    assert (f"- measured **{got.decoding:.2f}x** against the target alone you ran, decoding time only (draft + "
-            f"target + verify); {got.wall:.2f}x in wall time incl. the app's recording") in text
+    run, base = stats.run_numbers(session.steps, seconds), session.baseline.tokens / session.baseline.seconds
+    decoding, wall = run.tokens_per_second / base, run.all_in_tokens_per_second / base  # recording excluded, included
+    assert wall < decoding  # the recording costs time: two different numbers
+    assert f"| speed-up | {decoding:.2f}x (decoding time only) |" in table
+    assert f"| speed-up, wall time incl. the app's recording | {wall:.2f}x |" in table
+    assert (f"- measured **{decoding:.2f}x** against the target alone you ran, decoding time only (draft + "
+            f"target + verify); {wall:.2f}x in wall time incl. the app's recording") in text
+    assert stats.against_baseline(session.steps, session.baseline, seconds) == stats.Against(
+        pytest.approx(decoding), pytest.approx(wall), pytest.approx(run.all_in_seconds - run.seconds))
     before, _ = speed.explain(page[0], runs, progress=None)  # no baseline yet: the tab says how to get one
     assert "- measured against the target alone you ran: press **Compare with the target alone**" in before
 
@@ -151,8 +154,8 @@ def test_the_figure_gives_each_chart_room_and_a_legend(session_and_runs):
     layout = fig.layout
     titles = {a.text: a.y for a in layout.annotations}
     curve, tokens, speedup = (titles[t] for t in ("cost of a target forward over N rows, x one row (log scale)",
-                                                  "tokens per step (exact, this run)",
-                                                  "predicted speed-up over the target alone"))
+                                                  "tokens per step<br>(exact, this run)",
+                                                  "predicted speed-up<br>over the target alone"))
     assert tokens == speedup < layout.yaxis.domain[0] < curve  # the curve's title alone on its row
     assert layout.yaxis2.domain[1] < layout.legend.y < layout.yaxis.domain[0]  # between the rows, not on labels
     assert layout.legend2.y < 0  # under the bottom charts' axes
