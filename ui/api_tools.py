@@ -26,9 +26,11 @@ from decoding.verify import optimal, theory
 from decoding.verify.registry import VERIFIERS
 from ui.caps import Caps
 from ui.endpoints import public
+from ui.lab import check_size
 from ui.session import configure
 
 MAX_LAB_LEVELS, MAX_LAB_CHILDREN, MAX_V = 3, 3, 64  # certify enumerates every tree: keep it small
+# and, within these, the lab's own cap on the trees enumerated (ui.lab.MAX_CERTIFY_WORK): 3,3,3 is ~1e23 trees
 MAX_STEPS = 8
 
 
@@ -39,7 +41,8 @@ def certify(verifier: str, language: str = "worked_example", shape: str = "2,2",
     Args:
         verifier: a verifier key: sd, rrs, rrs_wor, spectr, spechub, khisti_is, hu_greedy, pointmass, block, ...
         language: a tiny language: worked_example, context3, disjoint, near_deterministic or uniform_draft.
-        shape: candidates per level of the drafted tree, e.g. "2,2" (at most 3 levels of at most 3).
+        shape: candidates per level of the drafted tree, e.g. "2,2" (at most 3 levels of at most 3, with few
+            enough drafted trees to enumerate in seconds: a larger one is refused with the limit).
         p: optional target probabilities at the root, one per token of the language (renormalised).
         q: optional draft probabilities at the root, like p (give both or neither).
     Returns:
@@ -55,6 +58,7 @@ def certify(verifier: str, language: str = "worked_example", shape: str = "2,2",
     if len(levels) > MAX_LAB_LEVELS or max(levels) > MAX_LAB_CHILDREN:
         raise gr.Error(f"shape {shape!r}: at most {MAX_LAB_LEVELS} levels of at most {MAX_LAB_CHILDREN} candidates")
     try:
+        check_size(entry, tiny, levels)
         return json.dumps(certify_mod.certify(entry, [tiny], levels).to_json())
     except ValueError as err:
         raise gr.Error(str(err)) from None

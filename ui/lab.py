@@ -8,6 +8,7 @@ app (the built-ins plus any `--verifier-file` registered at launch).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,8 +18,8 @@ import torch
 from decoding.lab import language as lang
 from decoding.lab.custom import is_custom
 from decoding.lab.node import node_report, sequence_report
-from decoding.lab.tradeoff import FUZZY, tradeoff
-from decoding.lab.trees import parse_shape
+from decoding.lab.tradeoff import FUZZY, tradeoff, tradeoff_size
+from decoding.lab.trees import PastLimit, enumeration_size, parse_shape
 from decoding.verify.entry import Verifier
 from ui.endpoints import public
 from viz import lab as viz_lab
@@ -29,6 +30,19 @@ DEFAULT_KEYS = ("rrs", "rrs_wor", "spectr", "greedy")
 MAX_K = 4
 MAX_SAMPLES = 20_000
 TRADEOFF_ALWAYS = ("greedy", "typical")  # the lossy baselines drawn beside fuzzy's curve whatever is checked
+SHAPE_FIELD = "tree shape"  # the shape box's label, named in its refusals (the CLI names its --tree flag)
+# The most tree nodes (drafted trees x nodes per tree, plus padded sequences: trees.enumeration_size) one
+# Certify may enumerate. Measured on a loaded 2-core CPU: 20-50 us per unit (certify walks the trees twice,
+# three times when lossy), so 1.3 s at 55k (rrs_wor 4,1), 1.8 s at 107k (rrs 3,2 on context3), 2.3 s at 45k
+# (traversal 1,1,1,1,1,1), 5.8 s at 197k (rrs 1,1,1,1,1,1,1), 8 s at 415k (rrs_wor 3,2): 100k keeps a Certify
+# to a few seconds, which matters because one running Certify holds the queue for every user. Tree shape
+# 4,4,4,4 on worked_example is ~1e201 trees: it had not finished after 204 s. The CLI keeps no limit.
+MAX_CERTIFY_WORK = 100_000
+# The trade-off walks each tree once per verifier (no Monte-Carlo, no worst-case pass: about 22 us per unit, half
+# a Certify's) and fuzzy once per threshold: the default (worked_example, 2,2, four verifiers, the two baselines,
+# fuzzy at 3 thresholds) is 156k units, 3.1 s; every verifier ticked at 2,2 is 256k, 5.6 s. 300k lets every
+# verifier draw at the default shape and holds the chart to about 7 s.
+MAX_TRADEOFF_WORK = 300_000
 
 
 def preset_names() -> list[str]:
@@ -75,12 +89,13 @@ def choices(registry: Mapping[str, Verifier]) -> list[tuple[str, str]]:
 
 
 def compute(registry: Mapping[str, Verifier], table: Any, k: Any, keys: list[str] | None, samples: Any):
-    """-> (node figure, acceptance figure, summary rows, notes markdown)."""
+    """-> (node figure, acceptance figure, summary rows, notes markdown). A refused input empties the plots
+    with its own reason (never "choose at least one verifier" while some are chosen)."""
     try:
         vocab, p, q, notes = rows_of(table)
-        k, samples = _int(k, "k", 1, MAX_K), _int(samples, "Monte-Carlo runs", 10, MAX_SAMPLES)
+        k, samples = _int(k, "k (candidates)", 1, MAX_K), _int(samples, "Monte-Carlo runs", 10, MAX_SAMPLES)
     except ValueError as err:
-        return viz_lab.node_figure([], []), viz_lab.acceptance_figure([]), [], f"**Input:** {err}"
+        return *_nothing_drawn(f"Input: {err}"), [], f"**Input:** {err}"
     reports = []
     for key in keys or []:
         try:
@@ -88,21 +103,29 @@ def compute(registry: Mapping[str, Verifier], table: Any, k: Any, keys: list[str
         except (KeyError, ValueError) as err:
             notes.append(f"{key}: {err}")
     md = "\n".join(f"- {n}" for n in notes) or "All inputs valid."
+    if keys and not reports:
+        return *_nothing_drawn(f"none of the chosen verifiers can run with k = {k}: see the notes"), [], md
     return (viz_lab.node_figure(reports, vocab), viz_lab.acceptance_figure(reports), viz_lab.summary_rows(reports),
             md)
+
+
+def _nothing_drawn(reason: str):
+    """(node figure, acceptance figure), both saying why they are empty."""
+    return viz_lab.message_figure(reason), viz_lab.message_figure(reason)
 
 
 def certify_shape(registry: Mapping[str, Verifier], preset: str, table: Any, key: str, shape: str):
     """-> (sequence figure, markdown): the preset language with its root rows taken from the table."""
     try:
-        language = with_root(load_preset(preset), table)
-        report = sequence_report(registry[key], language, parse_shape(shape))
+        language, levels = with_root(load_preset(preset), table), parse_shape(shape, SHAPE_FIELD)
+        check_size(registry[key], language, levels)
+        report = sequence_report(registry[key], language, levels)
     except KeyError:
-        return viz_lab.node_figure([], []), f"**Input:** unknown verifier {key!r}"
+        return viz_lab.message_figure("nothing certified"), f"**Input:** unknown verifier {key!r}"
     except ValueError as err:
-        return viz_lab.node_figure([], []), f"**Input:** {err}"
+        return viz_lab.message_figure("nothing certified"), f"**Input:** {err}"
     lines = [f"**{key}** on *{language.name}*, tree {shape}: "
-             + ("certified lossless" if report.lossless else f"**NOT lossless**, TV {report.tv:.4g}")]
+             + ("certified lossless" if report.lossless else f"**NOT lossless**, TV {viz_lab.tv_text(report.tv)}")]
     if report.monte_carlo_flagged:
         lines.append("- its `verify` disagrees with its own `conditional` (Monte-Carlo check)")
     if not report.lossless:
@@ -111,18 +134,70 @@ def certify_shape(registry: Mapping[str, Verifier], preset: str, table: Any, key
 
 
 def tradeoff_chart(registry: Mapping[str, Verifier], preset: str, table: Any, keys: list[str] | None, shape: str):
-    """-> (trade-off figure, markdown): fuzzy's exact staircase as its threshold moves, greedy and typical, and
+    """-> (trade-off figure, markdown): fuzzy's exact points as its threshold moves, greedy and typical, and
     the checked verifiers, on the preset language (root rows from the table) and the tree shape."""
     chosen = [k for k in (keys or []) if k in registry and k != FUZZY]
     chosen += [k for k in TRADEOFF_ALWAYS if k in registry and k not in chosen]
+    chosen += [FUZZY] if FUZZY in registry else []
     try:
-        language = with_root(load_preset(preset), table)
-        points, notes = tradeoff(registry, language, parse_shape(shape), [*chosen, FUZZY])
+        language, levels = with_root(load_preset(preset), table), parse_shape(shape, SHAPE_FIELD)
+        try:
+            tradeoff_size(registry, language, levels, chosen, MAX_TRADEOFF_WORK)
+        except PastLimit:
+            raise ValueError(_tradeoff_too_large(language, levels)) from None
+        points, notes = tradeoff(registry, language, levels, chosen)
     except ValueError as err:
-        return viz_lab.tradeoff_figure([]), f"**Input:** {err}"
+        return viz_lab.message_figure("nothing drawn"), f"**Input:** {err}"
     title = f"{language.name}, tree {shape}: tokens per step against TV(output, target), exact"
-    md = "\n".join(f"- left out: {n}" for n in notes) or "Every chosen verifier ran this shape."
-    return viz_lab.tradeoff_figure(points, title), md
+    return viz_lab.tradeoff_figure(points, title), drawn_note(points, notes)
+
+
+def _tradeoff_too_large(language: lang.TinyLanguage, shape: tuple[int, ...]) -> str:
+    what = "the chosen verifiers (fuzzy once per threshold)"
+    command = cli_command(None, language, shape)
+    return (f"{too_large(shape, 'for the trade-off', what, MAX_TRADEOFF_WORK)} Uncheck some verifiers or try a "
+            f"smaller shape such as {_smaller(shape)}; `{command}` prints one verifier's exact TV and tokens per "
+            "step, no limit.")
+
+
+def _smaller(shape: tuple[int, ...]) -> str:
+    return "2,1" if shape == (2, 2) else "2,2"
+
+
+def drawn_note(points: list, notes: list[str]) -> str:
+    """What the trade-off chart shows, in a sentence, then each verifier left out and why."""
+    fuzzy = len(viz_lab.fuzzy_markers(points))
+    names = ([f"fuzzy ({fuzzy} distinct point{'s' if fuzzy != 1 else ''} as T moves)"] if fuzzy else [])
+    names += [p.verifier for p in points if p.threshold is None]
+    lines = [f"Drawn: {', '.join(names)}." if names else "Nothing drawn."]
+    return "\n".join([*lines, *(f"- left out: {n}" for n in notes)])
+
+
+def check_size(entry: Verifier, language: lang.TinyLanguage, shape: tuple[int, ...]) -> None:
+    """ValueError (one line: the limit and what to do) when a Certify of `shape` would pass MAX_CERTIFY_WORK."""
+    try:
+        enumeration_size(entry, language, shape, MAX_CERTIFY_WORK)
+    except PastLimit:
+        raise ValueError(f"{too_large(shape, 'to certify', entry.name, MAX_CERTIFY_WORK)} Try a smaller shape such "
+                         f"as {_smaller(shape)}, or run `{cli_command(entry, language, shape)}` on your own machine "
+                         "(no limit).") from None
+
+
+def too_large(shape: tuple[int, ...], action: str, what: str, limit: int) -> str:
+    return (f"{SHAPE_FIELD} {','.join(map(str, shape))} is too large {action} here: {what} would enumerate more "
+            f"than {limit:,} tree nodes (drafted trees x nodes per tree), the limit that keeps it to a few seconds.")
+
+
+def cli_command(entry: Verifier | None, language: lang.TinyLanguage, shape: tuple[int, ...]) -> str:
+    """The certify command line for the same check (the preset's file; a custom verifier by its file; no
+    entry: a placeholder KEY)."""
+    if entry is None:
+        who = "--verifier KEY"
+    else:
+        who = "--verifier-file YOUR_FILE.py" if is_custom(entry) else f"--verifier {entry.name}"
+    path = lang.presets().get(language.name)
+    where = f" --language {path.relative_to(path.parents[2])}" if path else ""
+    return f"./specscope certify {who}{where} --tree {','.join(map(str, shape))}"
 
 
 def with_root(language: lang.TinyLanguage, table: Any) -> lang.TinyLanguage:
@@ -135,13 +210,23 @@ def with_root(language: lang.TinyLanguage, table: Any) -> lang.TinyLanguage:
 
 
 def _int(value: Any, name: str, low: int, high: int) -> int:
+    """A whole number in low..high from what the page sends (a float, None for an empty box, text via the API)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise ValueError(f"{name} is empty: type a whole number from {low} to {high}")
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number, got {value!r}") from None
-    if not number == int(number) or not low <= number <= high:
-        raise ValueError(f"{name} must be a whole number in {low}..{high}, got {value!r}")
+        raise ValueError(f"{name} must be a whole number from {low} to {high}, got {value!r}") from None
+    if isinstance(value, bool) or not math.isfinite(number) or number != int(number) or not low <= number <= high:
+        raise ValueError(f"{name} must be a whole number from {low} to {high}, got {_shown(value)}")
     return int(number)
+
+
+def _shown(value: Any) -> str:
+    """2.0 -> "2" (gr.Number sends floats), other values as typed."""
+    if isinstance(value, float) and math.isfinite(value) and value == int(value):
+        return str(int(value))
+    return repr(value) if isinstance(value, str) else str(value)
 
 
 def build(registry: Mapping[str, Verifier]) -> dict[str, Any]:
@@ -152,7 +237,8 @@ def build(registry: Mapping[str, Verifier]) -> dict[str, Any]:
     keys = [k for k in DEFAULT_KEYS if k in registry] + [k for k, e in registry.items() if is_custom(e)]
     with gr.Row():
         preset = gr.Dropdown(preset_names(), value=DEFAULT_PRESET, label="tiny language", elem_id="lab-preset")
-        k = gr.Number(value=2, precision=0, minimum=1, maximum=MAX_K, label="k (candidates)", elem_id="lab-k")
+        # no minimum/maximum: the handler refuses a bad k with the lab's own line (gradio's would be a toast)
+        k = gr.Number(value=2, precision=0, label="k (candidates)", elem_id="lab-k")
         samples = gr.Number(value=1000, precision=0, label="Monte-Carlo runs", elem_id="lab-samples")
     table = gr.Dataframe(value=table_of(load_preset(DEFAULT_PRESET)), headers=HEADERS, type="array",
                          interactive=True, label="p and q at the root (edit a cell)", elem_id="lab-table")
@@ -172,9 +258,10 @@ def build(registry: Mapping[str, Verifier]) -> dict[str, Any]:
     seq_md = gr.Markdown(elem_id="lab-seq-md")
     seq_plot = gr.Plot(label="emitted sequences vs target joint law", elem_id="lab-seq-plot")
     gr.Markdown("### Lossy trade-off: tokens per step against TV from the target, as fuzzy's threshold moves\n"
-                "Exact numbers on the language and tree shape above (root rows from the table): fuzzy's "
-                "staircase (one marker per step, hover for T), greedy and typical, and the checked verifiers; "
-                "lossless ones sit on the TV = 0 line. Takes a few seconds per verifier.")
+                "Exact numbers on the language and tree shape above (root rows from the table): fuzzy as its "
+                "threshold T grows (one marker per distinct result, joined in order of T: there is nothing "
+                "between the markers; hover for the range of T), greedy and typical, and the checked verifiers; "
+                "lossless ones sit on the TV = 0 line. Takes a few seconds.")
     tradeoff_btn = gr.Button("Draw the trade-off", elem_id="lab-tradeoff-btn")
     tradeoff_md = gr.Markdown(elem_id="lab-tradeoff-md")
     tradeoff_plot = gr.Plot(label="tokens per step vs TV", elem_id="lab-tradeoff-plot")
@@ -208,9 +295,10 @@ def _wire(registry, preset, table, k, verifiers, samples, outs, seq) -> None:
 
     inputs, outputs = [table, k, verifiers, samples, drawn], [*outs, drawn]
     preset.change(pick, [preset], [table], show_progress="hidden").then(redraw, inputs, outputs)
-    # user edits only (a preset pick runs above); the one of these four redraws published as /lab_node
+    # user edits only (a preset pick runs above); the one of these five redraws published as /lab_node
     table.input(redraw, inputs, outputs, trigger_mode="always_last", **public("lab_node"))
     k.change(redraw, inputs, outputs, trigger_mode="always_last")
+    samples.change(redraw, inputs, outputs, trigger_mode="always_last")
     verifiers.change(redraw, inputs, outputs, trigger_mode="always_last")
     seq_key, shape, go_btn, seq_plot, seq_md = seq
     go_btn.click(certify_click, [preset, table, seq_key, shape], [seq_plot, seq_md], **public("lab_certify"))

@@ -20,6 +20,20 @@ EXACT_OFF = "#D55E00"  # it does not: lossy or wrong
 SAMPLED = "#000000"
 BOUND = "#9A9A9A"
 TOLERANCE = 1e-9
+FLOAT_ROUNDING = 1e-12  # a TV this small is float64 rounding of an exact 0 (sums of ~1e-16 errors): shown as such
+DIGITS = 4  # every probability and acceptance in the lab's titles and table
+
+
+def tv_text(tv: float) -> str:
+    """A TV as the lab shows it: "< 1e-12" at float rounding (the law IS p), else DIGITS decimals, or two
+    significant digits when that would read 0.0000 (a tiny but real gap, e.g. 3.2e-07)."""
+    if tv <= FLOAT_ROUNDING:
+        return "< 1e-12"
+    return f"{tv:.{DIGITS}f}" if tv >= 10**-DIGITS else f"{tv:.1e}"
+
+
+def num(x: float) -> str:
+    return f"{x:.{DIGITS}f}"
 
 
 def _badge(report: Any) -> str:
@@ -33,15 +47,15 @@ def _badge(report: Any) -> str:
 
 def node_title(report: Any) -> str:
     off = "OFF p" if report.tv > TOLERANCE else "= p"
-    return (f"{report.verifier}{_badge(report)}: output {off}, TV {report.tv:.3g} | accept {report.acceptance:.4f} "
-            f"vs alpha* {report.alpha_star:.4f}, membership {report.membership:.4f} | "
-            f"sampled vs exact TV {report.sampled_tv:.3f}")
+    return (f"{report.verifier}{_badge(report)}: output {off}, TV {tv_text(report.tv)} | accept "
+            f"{num(report.acceptance)} vs alpha* {num(report.alpha_star)}, membership {num(report.membership)} | "
+            f"sampled vs exact TV {num(report.sampled_tv)}")
 
 
 def node_figure(reports: Sequence[Any], vocab: Sequence[str]) -> go.Figure:
     """One row per verifier: target p, the exact output law, and the Monte-Carlo frequencies of verify."""
     if not reports:
-        return _empty("choose at least one verifier")
+        return message_figure("choose at least one verifier")
     fig = make_subplots(rows=len(reports), cols=1, shared_xaxes=True, vertical_spacing=0.12 / len(reports),
                         subplot_titles=[node_title(r) for r in reports])
     labels = list(vocab)
@@ -66,7 +80,7 @@ def node_figure(reports: Sequence[Any], vocab: Sequence[str]) -> go.Figure:
 def acceptance_figure(reports: Sequence[Any]) -> go.Figure:
     """Exact acceptance of each verifier against alpha* and the membership bound of its candidate law."""
     if not reports:
-        return _empty("choose at least one verifier")
+        return message_figure("choose at least one verifier")
     names = [f"{r.verifier}{_badge(r)}" for r in reports]
     fig = go.Figure()
     fig.add_bar(y=names, x=[r.acceptance for r in reports], orientation="h", name="exact acceptance",
@@ -94,9 +108,9 @@ def sequence_figure(report: Any) -> go.Figure:
     verdict = "lossless (certified)" if report.lossless else "NOT lossless"
     fig.update_layout(
         barmode="group", template="plotly_white", height=360, margin=dict(l=40, r=20, t=50, b=60),
-        title=dict(text=f"{report.verifier}, tree {shape}: {verdict}, TV {report.tv:.3g} | E[tokens/step] "
-                        f"{report.expected_tokens:.4f} | root accept {report.root_acceptance:.4f} vs alpha* "
-                        f"{report.alpha_star:.4f}", font_size=12),
+        title=dict(text=f"{report.verifier}, tree {shape}: {verdict}, TV {tv_text(report.tv)} | E[tokens/step] "
+                        f"{num(report.expected_tokens)} | root accept {num(report.root_acceptance)} vs alpha* "
+                        f"{num(report.alpha_star)}", font_size=12),
         legend=dict(orientation="h", y=1.0, yanchor="bottom", x=0, font=dict(size=11)),
     )
     return fig
@@ -104,17 +118,18 @@ def sequence_figure(report: Any) -> go.Figure:
 
 def tradeoff_figure(points: Sequence[Any], title: str = "") -> go.Figure:
     """Exact tokens per step (y) against the exact TV of the output from the target (x): fuzzy's points as its
-    threshold moves (joined in threshold order, hover gives T), every other verifier one point. Lossless ones
-    sit on the TV = 0 line, where their labels would collide, so each is its own legend entry; the lossy ones
-    are labelled beside their point. Points are decoding/lab/tradeoff.py's plain TradeoffPoints."""
+    threshold moves (one marker per distinct result, joined in threshold order; hover gives its range of T),
+    every other verifier one point. Lossless ones sit on the TV = 0 line, where their labels would collide, so
+    each is its own legend entry; the lossy ones are labelled beside their point. Points are
+    decoding/lab/tradeoff.py's plain TradeoffPoints."""
     if not points:
-        return _empty("nothing to draw: no verifier could run this shape")
+        return message_figure("nothing to draw: no verifier could run this shape")
     fig = go.Figure()
-    curve = sorted((p for p in points if p.threshold is not None), key=lambda p: p.threshold)
+    curve = fuzzy_markers(points)
     if curve:
-        fig.add_scatter(x=[p.tv for p in curve], y=[p.expected_tokens for p in curve], mode="lines+markers",
+        fig.add_scatter(x=[m[0].tv for m in curve], y=[m[0].expected_tokens for m in curve], mode="lines+markers",
                         line=dict(color=EXACT_OFF, dash="dot"), marker=dict(size=9), name=FUZZY_CURVE,
-                        text=[f"T = {p.threshold:.4g}" for p in curve],
+                        text=[_threshold_range(m) for m in curve],
                         hovertemplate="fuzzy %{text}<br>TV %{x:.4f}<br>tokens/step %{y:.4f}<extra></extra>")
     others = sorted((p for p in points if p.threshold is None), key=lambda p: -p.expected_tokens)
     on_zero = [p for p in others if p.tv <= TOLERANCE]
@@ -122,7 +137,7 @@ def tradeoff_figure(points: Sequence[Any], title: str = "") -> go.Figure:
         fig.add_scatter(x=[p.tv], y=[p.expected_tokens], mode="markers", name=f"{p.verifier}: {p.expected_tokens:.3f}",
                         legendgroup="lossless", legendgrouptitle_text="lossless (TV = 0), tokens/step",
                         marker=dict(size=11, color=ON_ZERO[i % len(ON_ZERO)], line=dict(width=1, color=SAMPLED)),
-                        hovertemplate=f"{p.verifier}<br>TV %{{x:.2g}}<br>tokens/step %{{y:.4f}}<extra></extra>")
+                        hovertemplate=f"{p.verifier}<br>TV {tv_text(p.tv)}<br>tokens/step %{{y:.4f}}<extra></extra>")
     lossy = [p for p in others if p.tv > TOLERANCE]
     if lossy:
         fig.add_scatter(x=[p.tv for p in lossy], y=[p.expected_tokens for p in lossy], mode="markers+text",
@@ -142,17 +157,38 @@ def tradeoff_figure(points: Sequence[Any], title: str = "") -> go.Figure:
 
 
 FUZZY_CURVE = "fuzzy, threshold T moving"
+
+
+def fuzzy_markers(points: Sequence[Any]) -> list[list[Any]]:
+    """fuzzy's points in threshold order, neighbours with the same result (TV and tokens/step equal up to float
+    rounding) merged into one marker: a list of runs, each the points one marker stands for."""
+    runs: list[list[Any]] = []
+    for p in sorted((p for p in points if p.threshold is not None), key=lambda p: p.threshold):
+        last = runs[-1][-1] if runs else None
+        same = last is not None and abs(last.tv - p.tv) <= FLOAT_ROUNDING and abs(
+            last.expected_tokens - p.expected_tokens) <= FLOAT_ROUNDING
+        if same:
+            runs[-1].append(p)
+        else:
+            runs.append([p])
+    return runs
+
+
+def _threshold_range(run: Sequence[Any]) -> str:
+    low, high = run[0].threshold, run[-1].threshold
+    return f"T = {low:.4g}" if low == high else f"T from {low:.4g} to {high:.4g}"
 ON_ZERO = ("#009E73", "#56B4E9", "#0072B2", "#CC79A7", "#E69F00", "#F0E442", "#7FC97F", "#BEAED4", "#386CB0",
            "#A6761D")  # the lossless points, told apart by colour
 
 
 def summary_rows(reports: Sequence[Any]) -> list[list[Any]]:
-    """Table rows: verifier, verdict, TV, acceptance, alpha*, membership, sampled-vs-exact TV."""
+    """Table rows: verifier, verdict, TV, acceptance, alpha*, membership, sampled-vs-exact TV; the numbers as
+    text with DIGITS decimals each (a number cell would drop trailing zeros: 0.76 beside 0.8036)."""
     rows = []
     for r in reports:
         verdict = "exact = p" if r.tv <= TOLERANCE else "OFF p"
-        rows.append([f"{r.verifier}{_badge(r)}", verdict, round(r.tv, 6), round(r.acceptance, 6),
-                     round(r.alpha_star, 6), round(r.membership, 6), round(r.sampled_tv, 4)])
+        rows.append([f"{r.verifier}{_badge(r)}", verdict, tv_text(r.tv), num(r.acceptance), num(r.alpha_star),
+                     num(r.membership), num(r.sampled_tv)])
     return rows
 
 
@@ -160,7 +196,8 @@ SUMMARY_HEADERS = ["verifier", "output law", "TV(output, p)", "acceptance", "alp
                    "sampled vs exact TV"]
 
 
-def _empty(message: str) -> go.Figure:
+def message_figure(message: str) -> go.Figure:
+    """An empty plot that says why there is nothing to draw."""
     fig = go.Figure()
     fig.add_annotation(text=message, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
     fig.update_layout(template="plotly_white", height=200, xaxis_visible=False, yaxis_visible=False)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from decoding.lab.exact import check_case
 from decoding.lab.language import TinyLanguage
+from decoding.lab.trees import PastLimit, enumeration_size
 from decoding.verify.rules.fuzzy import js_divergence
 
 FUZZY = "fuzzy"
@@ -71,3 +72,20 @@ def tradeoff(registry: Mapping, language: TinyLanguage, shape: tuple[int, ...],
             continue
         points.append(TradeoffPoint(key, entry.lossless, None, case.tv, case.expected_tokens))
     return points, notes
+
+
+def tradeoff_size(registry: Mapping, language: TinyLanguage, shape: tuple[int, ...], keys: Sequence[str],
+                  limit: int) -> int:
+    """The work `tradeoff` would do (trees.enumeration_size summed; fuzzy once per threshold), counted without
+    drafting a tree; PastLimit past `limit`. A verifier that cannot run the shape adds nothing: tradeoff
+    leaves it out with its note."""
+    total = 0
+    for key in keys:
+        runs = len(thresholds(language)) if key == FUZZY else 1
+        try:
+            total += runs * enumeration_size(registry[key], language, shape, (limit - total) // runs)
+        except ValueError:
+            continue
+        if total > limit:
+            raise PastLimit
+    return total

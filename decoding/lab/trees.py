@@ -30,14 +30,15 @@ class DraftedTree:
     q: torch.Tensor  # [N, V] draft row of every node
 
 
-def parse_shape(text: str) -> tuple[int, ...]:
-    """"2,2" -> (2, 2); refuses empty, non-integer or non-positive entries with one clear line."""
+def parse_shape(text: str, field: str = "--tree") -> tuple[int, ...]:
+    """"2,2" -> (2, 2); refuses empty, non-integer or non-positive entries with one clear line that names
+    `field` as the caller shows it (the CLI's flag; the app's "tree shape")."""
     try:
         shape = tuple(int(part) for part in str(text).split(","))
     except ValueError:
-        raise ValueError(f"--tree must be comma-separated candidate counts like 2,2 or 1,1,1, got {text!r}") from None
+        raise ValueError(f"{field} must be comma-separated candidate counts like 2,2 or 1,1,1, got {text!r}") from None
     if not shape or any(k < 1 for k in shape):
-        raise ValueError(f"--tree needs positive candidate counts, got {text!r}")
+        raise ValueError(f"{field} needs positive candidate counts, got {text!r}")
     return shape
 
 
@@ -87,6 +88,67 @@ def _expand(entry, language, shape, tree: DraftTree, queue: list[int], prob: flo
 
 def count_trees(entry: Verifier, language: TinyLanguage, shape: tuple[int, ...]) -> int:
     return sum(1 for _ in _expand(entry, language, shape, DraftTree.root(ROOT_TOKEN), [0], 1.0))
+
+
+def nodes_per_tree(shape: tuple[int, ...]) -> int:
+    """Nodes of a full tree of `shape`, root included: (2, 2) -> 1 + 2 + 4."""
+    total = level = 1
+    for k in shape:
+        level *= k
+        total += level
+    return total
+
+
+class PastLimit(Exception):
+    """Counting stopped: the enumeration is larger than the limit asked about."""
+
+
+def enumeration_size(entry: Verifier, language: TinyLanguage, shape: tuple[int, ...], limit: int) -> int:
+    """The work of certifying `shape` (exact.check_case): drafted trees x nodes per tree, plus the padded
+    sequences (at most V ** (depth + 1)), counted WITHOUT drafting a tree; PastLimit as soon as it exceeds
+    `limit` (the count's own work, the candidate tuples walked, is held to `limit` too). ValueError, as
+    drafted_trees raises it, when the entry cannot take a candidate count of the shape."""
+    for k in set(shape):
+        entry.check_k(k)
+    nodes, padded = nodes_per_tree(shape), language.V ** (len(shape) + 1)
+    if nodes + padded > limit:
+        raise PastLimit
+    return _tree_count(entry, language, shape, (limit - padded) // nodes, limit) * nodes + padded
+
+
+def _tree_count(entry: Verifier, language: TinyLanguage, shape: tuple[int, ...], most: int, walk: int) -> int:
+    """Drafted trees of `shape`: per node, the sum over its candidate tuples of the product of its children's
+    counts (memoised by prefix). PastLimit when a count passes `most` or the tuples walked pass `walk`."""
+    law, memo, walked = laws.get(entry.law), {}, [0]
+
+    def below(prefix: Prefix, depth: int) -> int:
+        if (prefix, depth) in memo:
+            return memo[(prefix, depth)]
+        walked[0] += _tuples_walked(law, language.V, shape[depth])
+        if walked[0] > walk:
+            raise PastLimit
+        total = 0
+        for xs, _ in candidate_tuples(entry, language.q(prefix), shape[depth]):
+            trees = 1
+            for x in xs if depth + 1 < len(shape) else ():
+                trees *= below((*prefix, x), depth + 1)
+                if trees > most:
+                    raise PastLimit
+            total += trees
+            if total > most:
+                raise PastLimit
+        memo[(prefix, depth)] = total
+        return total
+
+    return below((), 0)
+
+
+def _tuples_walked(law: laws.Law, V: int, k: int) -> int:
+    """What one node's enumeration walks through (zero weights included); 1 for a law that does not say."""
+    try:
+        return max(1, law.count(V, k))
+    except NotImplementedError:
+        return 1
 
 
 def describe(tree: DraftTree, language: TinyLanguage) -> dict[str, list[str]]:

@@ -12,7 +12,7 @@ from decoding.lab.exact import check_case
 from decoding.lab.tradeoff import thresholds, tradeoff
 from decoding.verify.registry import VERIFIERS
 from decoding.verify.rules.fuzzy import js_divergence
-from viz.lab import tradeoff_figure
+from viz.lab import fuzzy_markers, tradeoff_figure
 
 SHAPE = (2, 1)
 
@@ -63,11 +63,17 @@ def test_lossless_points_on_zero_and_the_lossy_baselines_off_it(points, swept):
     assert by_key["ot_optimal"].expected_tokens >= by_key["rrs"].expected_tokens - 1e-12
 
 
-def test_figure_draws_the_staircase_and_the_points(points):
+def test_figure_draws_one_fuzzy_marker_per_distinct_result_and_the_points(points):
     fig = tradeoff_figure(points, "context3")
     names = [t.name for t in fig.data]
     assert names[0] == "fuzzy, threshold T moving" and names[-1] == "lossy"
-    assert list(fig.data[0].x) == [p.tv for p in points if p.verifier == "fuzzy"]  # in threshold order
+    curve = [(p.tv, p.expected_tokens) for p in points if p.verifier == "fuzzy"]  # in threshold order
+    distinct = [xy for i, xy in enumerate(curve) if i == 0 or xy != curve[i - 1]]
+    assert len(distinct) < len(curve)  # context3 has thresholds that change nothing: drawn once, not again
+    assert list(zip(fig.data[0].x, fig.data[0].y, strict=True)) == distinct
+    runs = fuzzy_markers(points)  # the thresholds each marker stands for, its hover giving their range
+    assert sum(len(r) for r in runs) == len(curve) and len(runs) == len(distinct)
+    assert [t.startswith("T from ") for t in fig.data[0].text] == [len(r) > 1 for r in runs]
     zero = [t for t in fig.data if t.legendgroup == "lossless"]
     assert sorted(t.name.split(":")[0] for t in zero) == ["ot_optimal", "rrs"] and all(t.x[0] < 1e-9 for t in zero)
     assert set(fig.data[-1].text) == {"greedy", "typical"}
