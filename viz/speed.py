@@ -1,10 +1,11 @@
 """The speed view's figure and table: why a draft shape is fast or slow on THIS machine (ui/speed.py).
 
-Pure: plain numbers in (a `SpeedFacts`), a plotly figure and markdown out; no torch, no gradio. Three panels:
-the cost of a target forward over N rows relative to one row (before and after this machine's product
-plan) with the draft's cost per level; the expected tokens per step of each candidate shape (exact,
-from this run's p and q); the predicted speed-up of each shape over the target alone, with the speed-up the
-run measured for its own shape.
+Pure: plain numbers in (a `SpeedFacts`), a plotly figure and markdown out; no torch, no gradio. Three charts:
+across the top, the cost of a target forward over N rows relative to one row (before and after this machine's
+product plan) with the draft's cost per level; below, one row per shape, the expected tokens per step of each
+candidate shape (exact, from this run's p and q) and its predicted speed-up over the target alone, with the
+speed-ups the run measured for its own shape. Each measured number says what it is measured on; the one over
+the target alone the user ran is viz/stats.py's, the Run statistics tab's number.
 """
 
 from __future__ import annotations
