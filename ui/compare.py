@@ -17,12 +17,14 @@ import gradio as gr
 
 from decoding.compare import runs
 from decoding.compare.selection import allowed_keys, check_selection
+from decoding.run.config import DecodeConfig
 from decoding.verify.registry import VERIFIERS
 from ui import decode
 from ui.endpoints import public
 from ui.session import Controls, Session
 from ui.views import Out, Views, md
 from viz import compare as vc
+from viz.narrate import plural
 
 PROGRESS = gr.Progress()  # Gradio gives each event its own tracker; this default holds no state
 MC_DRAWS = 200  # Monte-Carlo walks per verifier and step in the app: enough for the chi-square, cheap on toy
@@ -215,10 +217,16 @@ def _compare_runs(views: Views, panel: ComparePanel, values: dict, progress: gr.
             progress(done[0] / (len(keys) * n), desc=message)
 
     result = runs.runs_json(runs.compare_runs(pair, config, controls.prompt, keys, seeds, report))
-    note = (f"{len(keys)} verifiers × {n} seeds ({seeds[0]}..{seeds[-1]}), tree {md(config.shape_text())}, "
-            f"T = {config.temperature:g}, {config.max_new_tokens} new tokens each.")
-    return {panel.runs_note: note, panel.runs_plot: vc.runs_figure(result),
+    return {panel.runs_note: runs_note(len(keys), seeds, config), panel.runs_plot: vc.runs_figure(result),
             panel.runs_table: {"data": vc.runs_table(result), "headers": vc.RUNS_HEADERS}}
+
+
+def runs_note(verifiers: int, seeds: list[int], config: DecodeConfig) -> str:
+    """What was run; from one seed, that the 95% interval needs two or more (the table and chart show none)."""
+    which = (f"1 seed ({seeds[0]}): a 95% interval needs 2+ seeds" if len(seeds) == 1
+             else f"{len(seeds)} seeds ({seeds[0]}..{seeds[-1]})")
+    return (f"{plural(verifiers, 'verifier')} × {which}; tree {md(config.shape_text())}, "
+            f"T = {config.temperature:g}, {config.max_new_tokens} new tokens each.")
 
 
 def read_seeds(raw: Any) -> int:

@@ -64,6 +64,7 @@ def test_token_text_in_the_compare_figure_is_text_not_markup() -> None:
     from dataclasses import replace
 
     from tests.viz.test_escaping import plotly_shows
+    from viz.tokens import shorten, visible
 
     record = _record()
     hostile = "<b>x\"y"
@@ -76,5 +77,5 @@ def test_token_text_in_the_compare_figure_is_text_not_markup() -> None:
     assert labels and hovers and emits
     for s in labels + hovers + [e.replace("<b>", "", 1).replace("</b>", "") for e in emits]:
         assert "<" not in s, s
-    assert all(plotly_shows(s) == vc._label(hostile) for s in labels)
+    assert all(plotly_shows(s) == shorten(visible(hostile), vc.NODE_LABEL) for s in labels)
     assert all(hostile[:4] in plotly_shows(e) for e in emits)

@@ -17,6 +17,9 @@ from ui import compare, tree_view
 from ui import controls as ui_controls
 from ui.session import Controls, Session
 from viz import compare as vc
+from viz.lookup import visit_at
+from viz.node_figure import node_title
+from viz.tree_figure import tree_points
 
 _, VIEWS = app.build_page("toy")
 PANEL = next(p for p in VIEWS.panels if isinstance(p, compare.ComparePanel))
@@ -174,3 +177,54 @@ def test_run_skips_the_cleared_compare_views_after_its_first_step():
     outs = [VIEWS.named(o) for o in ui_controls.run(VIEWS, values, progress=None)]
     assert len(outs) >= 2 and outs[0].compare_multiples is None
     assert all(o.compare_multiples == {"__type__": "update"} for o in outs[1:])
+
+
+# ---- review 6: what the page shows, from what the handlers return ------------------------------------------
+def test_one_seed_shows_no_interval_in_the_table_the_chart_or_the_note():
+    controls = replace(CONTROLS, max_new_tokens=6)
+    values = {**VIEWS.inputs(None, **raw(controls)), PANEL.verifiers: ["rrs_wor"], PANEL.seeds: 1.0}
+    out = compare.compare_runs(VIEWS, PANEL, values, progress=None)
+    ci = vc.RUNS_HEADERS.index("95% CI")
+    assert [r[ci] for r in out[PANEL.runs_table]["data"]] == ["— (one seed)"] * 2
+    assert "nan" not in json.dumps(out[PANEL.runs_table]["data"])
+    figure = json.loads(out[PANEL.runs_plot].to_json())
+    assert "95% CI" not in figure["layout"]["annotations"][0]["text"]
+    assert "array" not in figure["data"][0].get("error_y", {})
+    note = out[PANEL.runs_note]
+    assert "1 seed " in note and "1 seeds" not in note and "2+ seeds" in note and "2 verifiers" in note
+
+
+def test_two_seeds_show_an_interval():
+    controls = replace(CONTROLS, max_new_tokens=6)
+    values = {**VIEWS.inputs(None, **raw(controls)), PANEL.verifiers: ["rrs_wor"], PANEL.seeds: 2.0}
+    out = compare.compare_runs(VIEWS, PANEL, values, progress=None)
+    ci = vc.RUNS_HEADERS.index("95% CI")
+    assert all(r[ci].startswith("[") and "nan" not in r[ci] for r in out[PANEL.runs_table]["data"])
+    assert "2 seeds (2..3)" in out[PANEL.runs_note]
+    assert "95% CI" in json.loads(out[PANEL.runs_plot].to_json())["layout"]["annotations"][0]["text"]
+
+
+def test_the_table_numbers_candidates_as_the_inspector_does(two_steps):
+    """The run verifier's verdict is the step the main view shows: its outcome cell is the inspector's words."""
+    views = two_steps[0]
+    step = views.session.steps[-1]
+    outcome = vc.TABLE_HEADERS.index("outcome")
+    rows = [r for r in views.compare_table["data"] if r[0] == step.compare.run_verifier]
+    assert rows
+    for r in rows:
+        node = step.nodes[int(r[vc.TABLE_HEADERS.index("node")])]
+        assert r[outcome] in node_title(step, node, visit_at(step, node.id)), r
+    assert not any("draw" in r[outcome] or "candidate 0" in r[outcome] for r in views.compare_table["data"])
+
+
+def test_the_compare_tab_writes_tokens_as_the_main_tree(two_steps):
+    views = two_steps[0]
+    step = views.session.steps[-1]
+    main = {p.id: p.text for p in tree_points(step) if p.id < len(step.nodes)}  # the main tree's labels
+    multiples = json.loads(views.compare_multiples.to_json())
+    first = next(t for t in multiples["data"] if t.get("mode") == "markers+text")  # the run verifier: the step's tree
+    assert first["text"] == [main[i] for i in range(len(step.nodes))]
+    assert first["text"][0].startswith("·")  # the toy's words start with a space
+    token = vc.TABLE_HEADERS.index("token")
+    root = [r[token] for r in views.compare_table["data"] if r[vc.TABLE_HEADERS.index("node")] == "0"]
+    assert set(root) == {main[0]}
