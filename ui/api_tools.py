@@ -54,10 +54,11 @@ def certify(verifier: str, language: str = "worked_example", shape: str = "2,2",
     """
     entry = _verifier(verifier)
     tiny = _language(language, p, q)
-    levels = parse_shape(shape)
-    if len(levels) > MAX_LAB_LEVELS or max(levels) > MAX_LAB_CHILDREN:
-        raise gr.Error(f"shape {shape!r}: at most {MAX_LAB_LEVELS} levels of at most {MAX_LAB_CHILDREN} candidates")
     try:
+        levels = parse_shape(shape, field="shape")
+        if len(levels) > MAX_LAB_LEVELS or max(levels) > MAX_LAB_CHILDREN:
+            raise ValueError(f"shape {shape!r}: at most {MAX_LAB_LEVELS} levels of at most {MAX_LAB_CHILDREN} "
+                             "candidates")
         check_size(entry, tiny, levels)
         return json.dumps(certify_mod.certify(entry, [tiny], levels).to_json())
     except ValueError as err:

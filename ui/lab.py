@@ -43,6 +43,10 @@ MAX_CERTIFY_WORK = 100_000
 # fuzzy at 3 thresholds) is 156k units, 3.1 s; every verifier ticked at 2,2 is 256k, 5.6 s. 300k lets every
 # verifier draw at the default shape and holds the chart to about 7 s.
 MAX_TRADEOFF_WORK = 300_000
+# The most Monte-Carlo draws (runs x verifiers) one node-level redraw may make: every verifier ticked at k = 2 with
+# 20,000 runs each took 38.6 s on a loaded 2-core CPU (about 0.1 ms a draw) and held the queue for every user;
+# 60,000 keeps a redraw to about 6 s (the defaults, 4 verifiers x 1,000 runs, are 4,000).
+MAX_NODE_DRAWS = 60_000
 
 
 def preset_names() -> list[str]:
@@ -94,6 +98,7 @@ def compute(registry: Mapping[str, Verifier], table: Any, k: Any, keys: list[str
     try:
         vocab, p, q, notes = rows_of(table)
         k, samples = _int(k, "k (candidates)", 1, MAX_K), _int(samples, "Monte-Carlo runs", 10, MAX_SAMPLES)
+        check_draws(samples, len(keys or []))
     except ValueError as err:
         return *_nothing_drawn(f"Input: {err}"), [], f"**Input:** {err}"
     reports = []
@@ -107,6 +112,14 @@ def compute(registry: Mapping[str, Verifier], table: Any, k: Any, keys: list[str
         return *_nothing_drawn(f"none of the chosen verifiers can run with k = {k}: see the notes"), [], md
     return (viz_lab.node_figure(reports, vocab), viz_lab.acceptance_figure(reports), viz_lab.summary_rows(reports),
             md)
+
+
+def check_draws(samples: int, verifiers: int) -> None:
+    """ValueError (the limit and what to do) when the redraw would make more than MAX_NODE_DRAWS draws."""
+    if samples * verifiers > MAX_NODE_DRAWS:
+        raise ValueError(f"{samples:,} Monte-Carlo runs for each of {verifiers} verifiers is {samples * verifiers:,} "
+                         f"draws; this server draws at most {MAX_NODE_DRAWS:,} per redraw (about 6 s). Lower the runs "
+                         f"to {MAX_NODE_DRAWS // verifiers:,} or uncheck some verifiers")
 
 
 def _nothing_drawn(reason: str):

@@ -99,6 +99,14 @@ def test_the_api_certify_tool_shares_the_cap():
         api_tools.certify("rrs", "worked_example", "3,3,3")
 
 
+@pytest.mark.parametrize("shape, message", [("abc", "shape must be comma-separated candidate counts"),
+                                            ("0", "shape needs positive candidate counts"),
+                                            ("4", "at most 3 levels of at most 3 candidates")])
+def test_the_api_certify_tool_refuses_a_bad_shape_with_its_message(shape, message):
+    with pytest.raises(gr.Error, match=message):
+        api_tools.certify("rrs", "worked_example", shape)
+
+
 def test_the_default_shape_still_certifies_and_draws_every_verifier():
     _, md = fire("lab-certify-btn", "click")
     assert md == "**rrs** on *worked_example*, tree 2,2: certified lossless"
@@ -112,6 +120,22 @@ def test_changing_the_monte_carlo_runs_redraws_with_the_new_count():
     node_fig, _, _, md, _ = fire("lab-samples", "change", lab_samples=500.0)
     legend = {t.name for t in node_fig.data}
     assert "verify, 500 runs" in legend and "verify, 1000 runs" not in legend and md == "All inputs valid."
+
+
+def test_a_redraw_over_the_draw_limit_is_refused_at_once_with_what_to_do(monkeypatch):
+    every = list(VERIFIERS)
+    with deadline(10):
+        node_fig, _, rows, md, _ = fire("lab-samples", "change", lab_samples=20000.0, lab_verifiers=every)
+    draws = 20000 * len(every)
+    assert md == (f"**Input:** 20,000 Monte-Carlo runs for each of {len(every)} verifiers is {draws:,} draws; this "
+                  f"server draws at most {ui_lab.MAX_NODE_DRAWS:,} per redraw (about 6 s). Lower the runs to "
+                  f"{ui_lab.MAX_NODE_DRAWS // len(every):,} or uncheck some verifiers")
+    assert rows == [] and not any("runs" in (t.name or "") for t in node_fig.data)
+    monkeypatch.setattr(ui_lab, "MAX_NODE_DRAWS", 40)  # the default 4 verifiers x 10 runs: at the limit, drawn
+    node_fig, *_ = fire("lab-samples", "change", lab_samples=10.0)
+    assert any("verify, 10 runs" in (t.name or "") for t in node_fig.data)
+    *_, md, _ = fire("lab-samples", "change", lab_samples=11.0)
+    assert md.startswith("**Input:** 11 Monte-Carlo runs for each of 4 verifiers is 44 draws")
 
 
 # 3. A refused input empties the plots with its own reason.
