@@ -46,17 +46,37 @@ from ui.views import Views
 
 PLOTLY_ONCE = Path(__file__).resolve().parent / "assets" / "plotly_once.js"
 STORY_JS = Path(__file__).resolve().parent / "assets" / "story.js"
+SELECT_LABEL_JS = Path(__file__).resolve().parent / "assets" / "select_label.js"
 CSS = (".specscope-status p { margin: 0.2em 0; } #tree-plot { min-height: 320px; } "
        ".specscope-offscreen { position: absolute !important; left: -10000px; top: 0; width: 640px; } "
        # table headers break between words, never inside one ("candida te")
        "th span.header { word-break: normal !important; overflow-wrap: normal !important; hyphens: none; } "
        "#tests-table th span.header, #compare-table th span.header { font-size: 0.78em; } "
-       # an empty plot (the compare tab before its first comparison) takes no room, not a placeholder icon
-       "#compare-multiples:has(.empty), #compare-laws:has(.empty), #compare-runs-plot:has(.empty) "
+       # an empty plot (before the first Step, comparison, run or lab check) takes no room, not a placeholder icon
+       "#compare-multiples:has(.empty), #compare-laws:has(.empty), #compare-runs-plot:has(.empty), "
+       "#tree-plot:has(.empty), #generated-text:has(.empty), #node-plot:has(.empty), #stats-plot:has(.empty), "
+       "#speed-plot:has(.empty), #lab-seq-plot:has(.empty), #lab-tradeoff-plot:has(.empty) "
        "{ display: none !important; } "
+       # below ~1000 px the controls and the step's views stack, each at the page's whole width (two columns
+       # there left the tree, the node chart and the tests table ~380 px: titles cut, one letter per line)
+       "@media (max-width: 1000px) { #main-row { flex-direction: column; } "
+       "#main-row > .column { width: 100%; min-width: 100% !important; } "
+       # the node's tests keep the width their columns need whole (as at 1440 px) and scroll sideways below it
+       "#tests-table .table-wrap { overflow-x: auto; } #tests-table .upload-container { min-width: 860px; } } "
+       # a dropdown's chosen label too long for its box is shown whole, wrapped (assets/select_label.js); the
+       # text, typed or shown, stops before the caret (Gradio lays the caret over the input's right end)
+       ".secondary-wrap > input[role=combobox], .secondary-wrap > .specscope-label { padding-right: 2.2em; } "
+       ".secondary-wrap.specscope-long:not(:focus-within) > input "
+       "{ position: absolute; inset: 0; opacity: 0; z-index: 1; } "
+       ".secondary-wrap > .specscope-label { display: none; } "
+       ".secondary-wrap.specscope-long:not(:focus-within) > .specscope-label "
+       "{ display: block; flex: 1 1 auto; white-space: normal; overflow-wrap: anywhere; padding: 0.3em 0; } "
        "#story-text { font-size: 1.05em; min-height: 3em; padding: 0.4em 0; } "
        ".story-bar { display: flex; gap: 0.5em; align-items: center; flex-wrap: wrap; } "
        ".story-bar button { min-width: 2.6em; padding: 0.2em 0.6em; border: 1px solid #bbb; border-radius: 6px; } "
+       # no story yet (before a Step, after Reset): its controls read as disabled (assets/story.js disables them)
+       "#story[data-n='0'] .story-bar button, #story[data-n='0'] .story-pace "
+       "{ opacity: 0.4; cursor: not-allowed; pointer-events: none; } "
        "#story-position { font-weight: 600; margin-left: 0.5em; }")
 INTRO = ("# specscope\nLive multi-candidate speculative decoding: a draft model (q) proposes a tree of tokens, "
          "the target (p) scores it in one forward, a verifier accepts a path.")
@@ -76,7 +96,7 @@ def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = (),
         if notices:  # launch-time problems, e.g. a refused --verifier-file
             gr.Markdown("\n".join(f"⚠️ {n}" for n in notices), elem_id="launch-notices")
         state = gr.State(new_session)  # a callable: each page gets its own Session (and its own key)
-        with gr.Row():
+        with gr.Row(elem_id="main-row"):  # stacked below ~1000 px (CSS)
             with gr.Column(scale=2, min_width=320):
                 panel = controls.ControlsPanel.build(default, caps)
                 sharing = links.LinkPanel.build()
@@ -195,9 +215,11 @@ def serve(demo: gr.Blocks, host: str, port: int, block: bool = True, mcp: bool =
 
 
 def head() -> str:
-    """The page's <head> additions: assets/plotly_once.js (each Step figure drawn once, not twice) and
-    assets/story.js (the step's story moved through in the page)."""
-    return "".join(f"<script>\n{js.read_text(encoding='utf-8')}</script>" for js in (PLOTLY_ONCE, STORY_JS))
+    """The page's <head> additions: assets/plotly_once.js (each Step figure drawn once, not twice),
+    assets/story.js (the step's story moved through in the page) and assets/select_label.js (a dropdown's
+    long label shown whole)."""
+    return "".join(f"<script>\n{js.read_text(encoding='utf-8')}</script>"
+                   for js in (PLOTLY_ONCE, STORY_JS, SELECT_LABEL_JS))
 
 
 if __name__ == "__main__":

@@ -87,9 +87,15 @@
     show(s, at + (button.id === "story-next" ? 1 : -1));
   });
 
+  // No story yet (before a Step, after Reset): its controls are disabled (app.CSS greys them at once).
+  const enable = (s) => {
+    const none = !s || !items(s).length;
+    s?.querySelectorAll(".story-bar button, #story-pace").forEach((c) => { c.disabled = none; });
+  };
+
   // A new step (or another verifier's story) replaces #story: stop playing and undim the tree.
   new MutationObserver(() => {
     const s = story();
-    if (s !== shown) { shown = s; stop(); highlight(null); }
+    if (s !== shown) { shown = s; stop(); highlight(null); enable(s); }
   }).observe(document.documentElement, { childList: true, subtree: true });
 })();
