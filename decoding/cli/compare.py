@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -77,4 +78,5 @@ def _print_runs(results) -> None:
     print(f"{'verifier':<10} {'tokens/forward':>14} {'95% CI':>17} {'E[tokens]/step':>14}  acceptance by depth")
     for r in results:
         depth = " ".join(f"{a:.2f}" for a in r.acceptance_by_depth)
-        print(f"{r.key:<10} {r.mean:>14.3f} [{r.ci_low:6.3f}, {r.ci_high:6.3f}] {r.expected_tokens:>14.3f}  {depth}")
+        interval = f"[{r.ci_low:6.3f}, {r.ci_high:6.3f}]" if math.isfinite(r.ci_low) else "(one seed: none)"
+        print(f"{r.key:<10} {r.mean:>14.3f} {interval:>17} {r.expected_tokens:>14.3f}  {depth}")

@@ -223,3 +223,12 @@ def test_a_tree_level_run_verifier_compares_and_its_expected_tokens_are_its_step
         own = next(v for v in s.compare.verdicts if v.key == key)
         assert s.expected_tokens == pytest.approx(own.expected_tokens, abs=1e-12)
         assert 1.0 <= s.expected_tokens <= len(cfg.shape.widths) + 1
+
+
+@pytest.mark.parametrize("seeds, interval", [(1, "(one seed: none)"), (2, "[")])
+def test_cli_compare_runs_prints_an_interval_only_from_two_seeds(capsys, seeds, interval) -> None:
+    rc = main(["compare", "--pair", "toy", "--prompt", "the cat", "--verifiers", "rrs,sd", "--tree", "1,1",
+               "--runs", "--seeds", str(seeds), "--max-new-tokens", "6"])
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith(("rrs ", "sd "))]
+    assert rc == 0 and len(rows) == 2 and all(interval in row and "nan" not in row for row in rows), out
