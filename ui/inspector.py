@@ -17,6 +17,12 @@ from viz.tokens import shorten, visible
 # event, candidate, token, numerator, denominator, threshold, u, passed, note: narrow number columns, a wide note
 # (the headers' font is smaller (app.CSS) so "candidate" and "denominator" fit whole in their columns)
 TEST_WIDTHS = ["12%", "10%", "9%", "10%", "11%", "10%", "9%", "8%", "21%"]
+# what the symbols in the tests' notes (each rule's test label: "r/q", "r(x)/d(x)", "p/q'", ...) stand for
+SYMBOLS = ("<small>*note*: p = the target's probability, q = the draft's; **r** = the residual, the target's mass "
+           "left after the rejections so far; **d** = the law the candidate was drawn from (q without the earlier "
+           "candidates, for draws without replacement); **q'** = q without the rejected candidates. A test passes "
+           "when u ≤ threshold = min(1, numerator / denominator). Other symbols follow the verifier's paper; the "
+           "repository's docs/verifiers.md gives each rule's formulas.</small>")
 
 
 @dataclass
@@ -28,13 +34,13 @@ class Inspector:
     @classmethod
     def build(cls) -> Inspector:
         with gr.Column(variant="panel"):
-            return cls(
-                node=gr.Dropdown([], label="inspect a node of this step", elem_id="node-select"),
-                plot=gr.Plot(label="p, q and the residual at this node", show_label=False, elem_id="node-plot"),
-                tests=gr.Dataframe(headers=list(node_figure.TEST_HEADERS), label="tests at this node, in order",
-                                   datatype="str", interactive=False, wrap=True, elem_id="tests-table",
-                                   column_widths=TEST_WIDTHS),
-            )
+            node = gr.Dropdown([], label="inspect a node of this step", elem_id="node-select")
+            plot = gr.Plot(label="p, q and the residual at this node", show_label=False, elem_id="node-plot")
+            tests = gr.Dataframe(headers=list(node_figure.TEST_HEADERS), label="tests at this node, in order",
+                                 datatype="str", interactive=False, wrap=True, elem_id="tests-table",
+                                 column_widths=TEST_WIDTHS)
+            gr.Markdown(SYMBOLS, elem_id="tests-legend")  # under the table: its notes' symbols in words
+        return cls(node=node, plot=plot, tests=tests)
 
     def named(self) -> dict[str, Any]:
         return {"nodes": self.node, "node_plot": self.plot, "tests": self.tests}
