@@ -3,31 +3,18 @@ what each chart's legend and title say before and after "Compare with the target
 
 from __future__ import annotations
 
-from dataclasses import fields, replace
-
 import pytest
 
-import app
-from ui import controls as ui_controls
+from tests.ui.live_toy import live_toy_run
 from ui import run_stats
-from ui.run_cache import RunCache
-from ui.session import Controls, Session
+from ui.session import Session
 from viz import stats
-
-CONTROLS = replace(Controls(), pair="toy", prompt="the cat", verifier="sd", branching="1,1,1",
-                   temperature=1.0, seed=2, max_new_tokens=30)
 
 
 @pytest.fixture(scope="module")
 def page():
     """(views, the run cache, the session after 3 Steps): the live toy run as the page makes it."""
-    runs = RunCache()
-    _, views = app.build_page("toy", runs)
-    raw = {f.name: getattr(CONTROLS, f.name) for f in fields(Controls)}
-    session = None
-    for _ in range(3):
-        session = ui_controls.step(views, views.inputs(session, **raw), progress=None, runs=runs)[views.state]
-    return views, runs, session
+    return live_toy_run(3)
 
 
 def test_before_any_step_the_tab_says_what_to_press(page):

@@ -4,33 +4,24 @@ run it says what to do in one line."""
 
 from __future__ import annotations
 
-from dataclasses import fields, replace
+from dataclasses import replace
 
 import pytest
 
-import app
 from decoding.speed import acceptance, calibrate, chooser
-from ui import controls as ui_controls
+from tests.ui.live_toy import live_toy_run
 from ui import run_stats, speed
 from ui.run_cache import RunCache
-from ui.session import Controls, Session
+from ui.session import Session
 from viz import speed as speed_view
 from viz import stats
-
-CONTROLS = replace(Controls(), pair="toy", prompt="the cat", verifier="sd", branching="1,1,1",
-                   temperature=1.0, seed=2, max_new_tokens=30)
 
 
 @pytest.fixture
 def page(tmp_path, monkeypatch):
     """(session after 4 Steps, the run cache, the page's views): the live toy run as the page makes it."""
     monkeypatch.setenv("SPECSCOPE_CACHE", str(tmp_path))  # this test's own calibration cache
-    runs = RunCache()
-    _, views = app.build_page("toy", runs)
-    raw = {f.name: getattr(CONTROLS, f.name) for f in fields(Controls)}
-    session = None
-    for _ in range(4):
-        session = ui_controls.step(views, views.inputs(session, **raw), progress=None, runs=runs)[views.state]
+    views, runs, session = live_toy_run(4)
     return session, runs, views
 
 
@@ -68,12 +59,7 @@ def test_without_a_run_the_view_says_what_to_do():
 def test_a_tree_run_of_width_three_is_explained_too(tmp_path, monkeypatch):
     """The app's default shape (rrs_wor 3,2,2): widths the calibration never measured are computed on the run."""
     monkeypatch.setenv("SPECSCOPE_CACHE", str(tmp_path))
-    runs = RunCache()
-    _, views = app.build_page("toy", runs)
-    raw = {f.name: getattr(CONTROLS, f.name) for f in fields(Controls)} | {"verifier": "rrs_wor", "branching": "3,2,2"}
-    session = None
-    for _ in range(2):
-        session = ui_controls.step(views, views.inputs(session, **raw), progress=None, runs=runs)[views.state]
+    _, runs, session = live_toy_run(2, verifier="rrs_wor", branching="3,2,2")
     text, figure = speed.explain(session, runs, progress=None)
     assert "**This run, rrs_wor 3,2,2:**\n- predicted **" in text and figure is not None
     # every shown step's rows were let go once its theory was filled; their numbers were kept (run/seen.py),
