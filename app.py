@@ -134,8 +134,9 @@ def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = (),
     return demo, views
 
 
-def build_app(default_pair: str = "embedded", notices: tuple[str, ...] = (), caps: Caps | None = None) -> gr.Blocks:
-    return build_page(default_pair, notices, caps)[0]
+def build_app(default_pair: str = "embedded", notices: tuple[str, ...] = (), caps: Caps | None = None,
+              runs: RunCache | None = None) -> gr.Blocks:
+    return build_page(default_pair, notices, caps, runs)[0]
 
 
 def _concurrency() -> int:
@@ -191,9 +192,10 @@ def main(argv: list[str] | None = None) -> None:
     _, notices = register_files(args.verifier_file, VERIFIERS)  # explicit, once, before serving anyone
     for notice in notices:
         logging.getLogger("specscope.app").warning(notice)
-    demo = build_app(default_pair=args.pair, notices=tuple(notices), caps=args.caps)
+    runs = RunCache()  # the app's live runs; the preload reads whether anyone stepped while it calibrated
+    demo = build_app(default_pair=args.pair, notices=tuple(notices), caps=args.caps, runs=runs)
     if not args.no_preload:
-        threading.Thread(target=decode.preload, args=(args.pair,), daemon=True, name="specscope-preload").start()
+        threading.Thread(target=decode.preload, args=(args.pair, runs), daemon=True, name="specscope-preload").start()
     serve(demo, args.host, args.port, mcp=args.mcp)
 
 

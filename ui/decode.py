@@ -190,24 +190,33 @@ def finished_note(session: Session, controls: Controls) -> str | None:
     return None
 
 
-def preload(kind: str) -> None:
+def preload(kind: str, runs: RunCache | None = None) -> None:
     """Load the preselected pair once at start (models are cached per process), so the first
-    click does not wait for it, and calibrate it the first time on this machine (calibrate_once); a
-    failure is only logged: the user sees it on Step."""
+    click does not wait for it, and calibrate it the first time on this machine (calibrate_once; `runs`: the
+    app's run cache, which says whether anyone stepped meanwhile); a failure is only logged: the user sees it
+    on Step."""
     try:
-        calibrate_once(load(replace(Controls(), pair=kind)), kind)
+        calibrate_once(load(replace(Controls(), pair=kind)), kind, runs)
     except Exception:  # noqa: BLE001 - a background warm-up must never stop the app
         log.exception("preloading the %s pair failed", kind)
 
 
-def calibrate_once(pair, kind: str) -> None:
+def calibrate_once(pair, kind: str, runs: RunCache | None = None) -> None:
     """Calibrate the pair the first time the app starts on this machine (docs/speed.md; a few seconds, then
     cached for this CPU, torch build, thread count and pair), so that every Step runs with this machine's
     product plan and the Speed tab opens without waiting; nothing when a calibration is cached (load put its
-    plan on) or when the pair has no lean CPU target (a GPU, a custom pair: nothing to choose)."""
-    if calibrate.lean_target_of(pair) is None or calibrate.load_cached(machine.machine_key(kind, str(pair.device))):
+    plan on) or when the pair has no lean CPU target (a GPU, a custom pair: nothing to choose). When `runs`
+    shows that someone stepped meanwhile, the timings shared the cores with those Steps: the plan stays on for
+    this process, but the calibration is not kept, so the next start measures again."""
+    key = machine.machine_key(kind, str(pair.device))
+    if calibrate.lean_target_of(pair) is None or calibrate.load_cached(key):
         return
     log.info("calibrating the %s pair on this machine (once, then cached) ...", kind)
+    before = runs.activity if runs is not None else None
     cal = calibrate.calibrated(pair, kind, progress=lambda message: log.info("calibrating: %s", message))
     log.info("calibrated in %.1f s; target products: %s", cal.seconds,
              products.describe(cal.plan) if cal.plan else "stock (no method beat it here)")
+    if runs is not None and runs.activity != before:
+        machine.cache_file(key).unlink(missing_ok=True)
+        log.warning("runs were stepped while the %s pair was calibrated, so its timings may be skewed: it is not "
+                    "kept, and the next start calibrates again", kind)

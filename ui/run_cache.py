@@ -48,17 +48,20 @@ class RunCache:
         self._pages: OrderedDict[str, str] = OrderedDict()  # Gradio session hash -> session key
         self._offers: OrderedDict[str, Offer] = OrderedDict()  # session key -> the shown step's rows
         self._lock = threading.Lock()
+        self._activity = 0  # takes and puts so far: whether any run was stepped between two readings
 
     def take(self, key: str, state: engine.RunState, pair=None) -> engine.Run | None:
         """The live run stored under `key`, removed, if it is exactly `state` on `pair` (default: the pair
         `state` names, so a handler that only reads the run's kept rows loads no model); else None."""
         with self._lock:
             live = self._runs.pop(key, None)
+            self._activity += 1
         return live if live is not None and matches(live, state, pair) else None
 
     def put(self, key: str, run: engine.Run, page: str | None = None) -> None:
         """Keep `run` under `key` (most recent); `page` (a session hash) lets `leave` find it."""
         with self._lock:
+            self._activity += 1
             self._runs[key] = run
             self._runs.move_to_end(key)
             while len(self._runs) > self.max_runs:
@@ -100,6 +103,12 @@ class RunCache:
             self._runs.clear()
             self._pages.clear()
             self._offers.clear()
+
+    @property
+    def activity(self) -> int:
+        """How many runs were taken or kept so far (a Step takes its run and keeps it again)."""
+        with self._lock:
+            return self._activity
 
     def __contains__(self, key: str) -> bool:
         with self._lock:

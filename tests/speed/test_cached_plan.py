@@ -85,3 +85,26 @@ def test_the_first_start_on_a_machine_calibrates_the_preloaded_pair_once(lean_pa
     few_rows.apply_plan(lean, {})
     decode.calibrate_once(pair, "custom")  # cached: not timed again (load puts the plan on)
     assert len(measured) == 1
+
+
+def test_a_calibration_made_while_someone_stepped_is_used_but_not_kept(lean_pair, tmp_path, monkeypatch):
+    """Steps during the first start's calibration share its cores (in a browser test it kept stock for one row
+    where an idle machine keeps onednn): its plan serves this process, but the next start measures again."""
+    from ui import decode
+    from ui.run_cache import RunCache
+
+    pair, lean = lean_pair
+    monkeypatch.setenv("SPECSCOPE_CACHE", str(tmp_path))
+    runs = RunCache()
+
+    def measured_while_a_step_ran(pair_, key, progress, **_):
+        runs.take("a-session", None)  # a Step's resume, meanwhile
+        return replace(sample(key), plan=PLAN)
+
+    monkeypatch.setattr(calibrate, "measure", measured_while_a_step_ran)
+    decode.calibrate_once(pair, "custom", runs)
+    key = machine.machine_key("custom", "cpu")
+    assert few_rows.plan_of(lean) == PLAN and calibrate.load_cached(key) is None  # on now, not kept
+    monkeypatch.setattr(calibrate, "measure", lambda pair_, key, progress, **_: replace(sample(key), plan=PLAN))
+    decode.calibrate_once(pair, "custom", runs)  # the next start, nobody stepping: kept
+    assert calibrate.load_cached(key) is not None
