@@ -37,6 +37,9 @@ class Offer:
     entry: Any  # the registry entry (its theory)
 
 
+OFFERS_KEPT = 2  # a Run's offered steps kept per session: the last drawn and the one the page may still show
+
+
 class RunCache:
     """At most `max_runs` live runs, least recently used evicted first; thread-safe."""
 
@@ -46,7 +49,9 @@ class RunCache:
         self.max_runs, self.max_pages = max_runs, max_pages
         self._runs: OrderedDict[str, engine.Run] = OrderedDict()
         self._pages: OrderedDict[str, str] = OrderedDict()  # Gradio session hash -> session key
-        self._offers: OrderedDict[str, Offer] = OrderedDict()  # session key -> the shown step's rows
+        # session key -> the rows of the last OFFERS_KEPT steps a Run drew (Stop may land while the page still
+        # shows the step before the one the Run offered last: the cancelled yield never reached the page)
+        self._offers: OrderedDict[str, tuple[Offer, ...]] = OrderedDict()
         self._lock = threading.Lock()
         self._activity = 0  # takes and puts so far: whether any run was stepped between two readings
 
@@ -73,18 +78,20 @@ class RunCache:
                     self._pages.popitem(last=False)
 
     def offer(self, key: str, offer: Offer) -> None:
-        """The step a Run just drew (its rows, to compute its theory later without the live run)."""
+        """The step a Run just drew (its rows, to compute its theory later without the live run); the one before
+        it is kept too (OFFERS_KEPT)."""
         with self._lock:
-            self._offers[key] = offer
+            earlier = tuple(o for o in self._offers.get(key, ()) if o.index != offer.index)
+            self._offers[key] = (*earlier, offer)[-OFFERS_KEPT:]
             self._offers.move_to_end(key)
             while len(self._offers) > self.max_runs:
                 self._offers.popitem(last=False)
 
     def claim(self, key: str, index: int) -> Offer | None:
-        """The offer under `key`, removed, if it is for step `index`; else None."""
+        """The offer under `key` for step `index`, if there is one; the key's offers are removed either way."""
         with self._lock:
-            offer = self._offers.pop(key, None)
-        return offer if offer is not None and offer.index == index else None
+            offers = self._offers.pop(key, ())
+        return next((o for o in offers if o.index == index), None)
 
     def evict(self, key: str | None) -> None:
         with self._lock:

@@ -122,3 +122,18 @@ def test_leaving_the_page_evicts_and_lru_bounds_the_cache():
     assert "k2" not in runs and "k1" in runs
     runs.leave("unknown")  # a page that never stepped
     assert len(runs) == 1
+
+
+def test_stop_finds_the_step_the_page_shows_when_the_run_had_offered_the_next_one():
+    """Stop can land after a Run offered step N+1 but before the page got it: the page still shows step N, so the
+    cache keeps the offer before the last too (a browser test failed on it: the stopped step had no theory)."""
+    from ui.run_cache import Offer
+
+    cache = RunCache()
+    for index in range(4):
+        cache.offer("a", Offer(index, [("rows of step", index)], None))
+    cache.offer("b", Offer(0, [], None))
+    offer = cache.claim("a", 2)  # the page shows step 2; the Run had offered step 3 already
+    assert offer is not None and offer.rows == [("rows of step", 2)]
+    assert cache.claim("a", 3) is None  # a claim takes the key's offers: Stop computes one step's theory once
+    assert cache.claim("a", 1) is None and cache.claim("b", 0) is not None  # 2 kept per key, keys apart
