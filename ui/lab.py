@@ -22,6 +22,7 @@ from decoding.lab.tradeoff import FUZZY, tradeoff, tradeoff_size
 from decoding.lab.trees import PastLimit, enumeration_size, parse_shape
 from decoding.verify.entry import Verifier
 from ui.endpoints import public
+from ui.session import shown_number
 from viz import lab as viz_lab
 
 HEADERS = ["token", "p (target)", "q (draft)"]
@@ -236,9 +237,10 @@ def _int(value: Any, name: str, low: int, high: int) -> int:
 
 
 def _shown(value: Any) -> str:
-    """2.0 -> "2" (gr.Number sends floats), other values as typed."""
-    if isinstance(value, float) and math.isfinite(value) and value == int(value):
-        return str(int(value))
+    """A finite number as the controls' messages write it (ui.session.shown_number: 2.0 -> "2", as gr.Number
+    sends floats), other values as typed."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return shown_number(value)
     return repr(value) if isinstance(value, str) else str(value)
 
 

@@ -178,11 +178,12 @@ def _number(value: Any, label: str) -> float:
 def _check_range(spec: Field, number: float) -> None:
     low, high = spec.minimum, spec.maximum
     if (low is not None and number < low) or (high is not None and number > high):
-        span = (f"between {_shown(low)} and {_shown(high)}" if high is not None else f"at least {_shown(low)}")
-        raise ValueError(f"{spec.label} must be {span}, got {_shown(number)}")
+        span = (f"between {shown_number(low)} and {shown_number(high)}" if high is not None
+                else f"at least {shown_number(low)}")
+        raise ValueError(f"{spec.label} must be {span}, got {shown_number(number)}")
 
 
-def _shown(number: float) -> str:
+def shown_number(number: float) -> str:
     """A number as a user typed it: whole numbers in full (1000000, not 1e+06), others short."""
     return str(int(number)) if number == int(number) and abs(number) < 1e18 else f"{number:g}"
 

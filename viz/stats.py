@@ -97,6 +97,11 @@ class RunNumbers:
     def all_in_tokens_per_second(self) -> float:
         return self.tokens / self.all_in_seconds if self.all_in_seconds > 0 else 0.0
 
+    @property
+    def recording_seconds(self) -> float:
+        """The part of the wall time that was the app's recording (plain decoding never pays it)."""
+        return max(0.0, self.all_in_seconds - self.seconds)
+
 
 def run_numbers(steps: Sequence[StepRecord], seconds: float | None = None) -> RunNumbers:
     """Counts and times of a run. `seconds` (wall time, recording included) only sets the all-in speed:
@@ -136,8 +141,7 @@ def against_baseline(steps: Sequence[StepRecord], baseline: BaselineNumbers | No
     if baseline is None or baseline.seconds <= 0 or baseline.tokens <= 0 or run.seconds <= 0:
         return None
     base = baseline.tokens / baseline.seconds
-    return Against(run.tokens_per_second / base, run.all_in_tokens_per_second / base,
-                   max(0.0, run.all_in_seconds - run.seconds))
+    return Against(run.tokens_per_second / base, run.all_in_tokens_per_second / base, run.recording_seconds)
 
 
 FIRST_SLOW = 1.5  # the first step's time a token over the later steps' that is worth a word
@@ -285,7 +289,7 @@ PRESS_BASELINE = "press “Compare with the target alone”<br>to add plain deco
 
 
 def _recording(run: RunNumbers) -> str:
-    return f"{max(0.0, run.all_in_seconds - run.seconds):.2f} s of recording"
+    return f"{run.recording_seconds:.2f} s of recording"
 
 
 def summary_markdown(steps: Sequence[StepRecord], baseline: BaselineNumbers | None = None,
