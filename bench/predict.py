@@ -31,7 +31,7 @@ from bench.speed import load_prompts, parse_temperatures
 from decoding.models.kinds import BUILT_IN
 from decoding.speed.chooser import Prediction
 
-DEFAULT_SHAPES = {0.0: "alone;1;1,1;1,1,1;1,1,1,1", None: "alone;1;1,1;2;2,1;2,2"}  # None: any T > 0
+DEFAULT_SHAPES = {0.0: "alone;1;1,1;1,1,1;2;3;4;3,1", None: "alone;1;1,1;2;2,1;2,2"}  # None: any T > 0
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -42,7 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--temperatures", default="0,0.8")
     ap.add_argument("--device", default="cpu", help="cpu or cuda")
     ap.add_argument("--shapes", default=None, help="';'-separated Branching levels, 'alone' for the target "
-                    "alone (default: chains at T = 0, chains and width-2 trees above)")
+                    "alone (default: chains and top-k trees at T = 0, chains and width-2 trees above)")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--max-new-tokens", type=int, default=40)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
@@ -101,8 +101,8 @@ def config_of(levels: tuple[int, ...], temperature: float, seed: int, max_new: i
     if not levels:
         return DecodeConfig(verifier="sd", shape=Branching((1,)), drafting=False, temperature=temperature,
                             seed=seed, max_new_tokens=max_new, record=False)
-    return DecodeConfig(verifier=verifier_for(levels), shape=Branching(levels), temperature=temperature,
-                        seed=seed, max_new_tokens=max_new, record=False)
+    return DecodeConfig(verifier=verifier_for(levels, temperature == 0), shape=Branching(levels),
+                        temperature=temperature, seed=seed, max_new_tokens=max_new, record=False)
 
 
 def timed_steps(pair, config, prompt: str) -> tuple[int, float, int]:
@@ -130,8 +130,8 @@ def sample(pair, cal, levels: tuple[int, ...], temperature: float, seed: int, pr
     config = config_of(levels, temperature, seed, max_new)
     if levels:
         _, rows = run_steps(pair, config.with_(record=True), prompt)
-        widths = tuple(sorted({1, *levels}))
-        predicted = chooser.predict(levels, cal.costs, acceptance.table_from_rows(rows, widths))
+        widths, greedy = tuple(sorted({1, *levels})), temperature == 0
+        predicted = chooser.predict(levels, cal.costs, acceptance.table_from_rows(rows, widths, greedy=greedy), greedy)
     else:
         predicted = chooser.predict((), cal.costs, cal.table(temperature))
     tokens, ms, steps = timed_steps(pair, config, prompt)

@@ -85,14 +85,15 @@ def facts_of(session: Session, runs: RunCache | None, force: bool,
     # an imported trace has no live run: its shown records' exact sd-family acceptance is what is left
     known = seen.ones if seen is not None else acceptance.known_from_records(session.steps)
     own = set(config.level_widths) if isinstance(config.shape, Branching) else set()
-    widths = tuple(sorted({1, 2} | {k for k in own if k <= 4}))  # the run's own widths too (exact, on a sample)
+    greedy = config.temperature == 0  # trees of the draft's top-k (chooser.verifier_for)
+    widths = (1, 2, 3, 4) if greedy else tuple(sorted({1, 2} | {k for k in own if k <= 4}))  # the run's own too
     fallback = cal.table(config.temperature)
     ratios = {k: v[0] / fallback.rates[1][0] for k, v in fallback.rates.items() if fallback.rates[1][0] > 0}
     if seen is not None and seen.ratio() is not None:
         ratios[2] = seen.ratio()  # the run's own A(2) / A(1), sampled on the shown steps
     from_run = bool(rows or known)
-    table = acceptance.table_from_rows(rows, widths, known, ratios) if from_run else fallback
-    choice = chooser.choose(cal.costs, table, chains_only=config.temperature == 0)
+    table = acceptance.table_from_rows(rows, widths, known, ratios, greedy) if from_run else fallback
+    choice = chooser.choose(cal.costs, table, greedy=greedy)
     return _facts(cal, table, choice, session, config, from_run)
 
 
@@ -120,7 +121,7 @@ def _facts(cal: Calibration, table: chooser.AcceptanceTable, choice: chooser.Cho
                    for p in sorted(ranked, key=lambda p: -p.tokens_per_s))
     run_label = run_predicted = mine = None
     if isinstance(config.shape, Branching) and config.drafting:
-        mine = chooser.predict(config.shape.levels, cal.costs, table)
+        mine = chooser.predict(config.shape.levels, cal.costs, table, config.temperature == 0)
         run_label, run_predicted = f"{config.verifier} {config.shape_text()}", mine.tokens_per_s / alone
         shapes = shapes + (speed_view.ShapeRow(f"{run_label} (this run)", mine.tokens_per_step, mine.step_ms,
                                                run_predicted),)

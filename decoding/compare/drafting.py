@@ -16,7 +16,7 @@ import torch
 
 from decoding.models.treelm import TreeLM, with_guess
 from decoding.run.config import DecodeConfig
-from decoding.verify import crn, sampling
+from decoding.verify import crn, laws, sampling
 from decoding.verify.forest import Forest, build_forest
 from decoding.verify.tree import DraftTree
 
@@ -31,6 +31,11 @@ class ForestDraft:
     forest: Forest
     q: dict[int, torch.Tensor]  # forest node -> [V] float64 draft law (internal nodes only)
     forwards: int
+    q_ranked: dict[int, torch.Tensor] | None = None  # at T = 0: the untempered law ranked laws drew from
+
+    def q_of(self, t: int) -> dict[int, torch.Tensor]:
+        """The draft laws tree t's candidates were drawn from (laws.draft_temperature)."""
+        return self.q_ranked if self.q_ranked is not None and _ranked(self.groups[t]) else self.q
 
     def rows(self, t: int, p_forest: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Tree t's p [N, V], q [N, V] (zero rows at leaves) and has_q [N] from the forest's rows."""
@@ -38,10 +43,15 @@ class ForestDraft:
         p = p_forest.index_select(0, ids)  # [N, V]
         q = torch.zeros_like(p)
         has_q = torch.zeros(len(ids), dtype=torch.bool)
+        drawn_from = self.q_of(t)
         for node, f in enumerate(self.forest.maps[t]):
-            if f in self.q and not self.trees[t].is_leaf(node):
-                q[node], has_q[node] = self.q[f], True
+            if f in drawn_from and not self.trees[t].is_leaf(node):
+                q[node], has_q[node] = drawn_from[f], True
         return p, q, has_q
+
+
+def _ranked(group: str) -> bool:
+    return group != SEQUENCES and laws.get(group).ranked
 
 
 class _Uniforms:
@@ -63,6 +73,8 @@ def draft_forest(draft: TreeLM, root_token: int, config: DecodeConfig, groups: l
     trees = [DraftTree.root(root_token) for _ in groups]
     slots: list[dict[int, tuple[int, ...]]] = [{0: ()} for _ in groups]
     uniforms, q, f0 = _Uniforms(generator), {}, draft.forwards
+    ranked = {g: _ranked(g) and laws.draft_temperature(g, config.temperature) != config.temperature for g in groups}
+    q_ranked: dict[int, torch.Tensor] | None = {} if any(ranked.values()) else None
     for depth in range(config.tree_depth):
         forest = build_forest(trees)
         level = forest.tree.nodes_at_depth(depth)
@@ -70,15 +82,18 @@ def draft_forest(draft: TreeLM, root_token: int, config: DecodeConfig, groups: l
             break
         guessing, logits = with_guess(level, draft.logits(forest.tree, level))  # [n, V]: the rest stay leaves
         q.update(zip(guessing, warp(logits, config.temperature, config.top_k, config.top_p), strict=True))
+        if q_ranked is not None:  # T = 0 and a top-k law: its candidates are ranked by the untempered law
+            q_ranked.update(zip(guessing, warp(logits, 1.0, config.top_k, config.top_p), strict=True))
         for t, group in enumerate(groups):
+            drawn_from = q_ranked if ranked[group] else q
             for node in trees[t].nodes_at_depth(depth):
-                if forest.maps[t][node] not in q:
+                if forest.maps[t][node] not in drawn_from:
                     continue
                 u = uniforms.at(slots[t][node], _width(trees[t], node, depth, config))
-                trees[t] = _draw(trees[t], node, q[forest.maps[t][node]], group, u, slots[t])
+                trees[t] = _draw(trees[t], node, drawn_from[forest.maps[t][node]], group, u, slots[t])
     forest = build_forest(trees)
     draft.logits(forest.tree, [])  # no forward: the draft learns the leaves, for commit
-    return ForestDraft(tuple(groups), tuple(trees), forest, q, draft.forwards - f0)
+    return ForestDraft(tuple(groups), tuple(trees), forest, q, draft.forwards - f0, q_ranked)
 
 
 def _width(tree: DraftTree, node: int, depth: int, config: DecodeConfig) -> int:

@@ -68,7 +68,8 @@ def draft_tree(draft: TreeLM, root_token: int, config: DecodeConfig, entry: Veri
         if not level:  # every node of the last level had no guess
             break
         guessing, logits = with_guess(level, draft.logits(tree, level))  # [n, V]: the others stay leaves
-        probs = warp(logits, config.temperature, config.top_k, config.top_p)  # [n, V] float64
+        temperature = laws.draft_temperature(entry.law, config.temperature)  # 1.0 for top-k at T = 0
+        probs = warp(logits, temperature, config.top_k, config.top_p)  # [n, V] float64
         for node, q_node in zip(guessing, probs, strict=True):
             q[node] = q_node
             node_generator = keys.generator(tree, node) if keys is not None and entry.law.keyed else generator

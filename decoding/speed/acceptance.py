@@ -9,6 +9,11 @@ prefixes, 4-8 ms a node at V = 49152 on a 2-core VM), so it is computed on a sam
 and carried to every depth as the sample's mean ratio A(k) / A(1), capped at 1. The sample is 24 nodes, not
 fewer: on the embedded-head pair's calibration rows at T = 0.8, 6 nodes gave A(2, 1) = 0.52 where 24 gave
 0.44 and all 49 0.44, and the optimistic 0.52 made fastest() choose a tree that ran at 0.91x the target alone.
+
+At T = 0 (greedy) the chooser's trees are the draft's top-k (chooser.verifier_for), so A(k, d) is the rate at
+which the target's argmax is among the draft's k best tokens: p(top-k(q)) with p one-hot (`top_k_rate`, the
+pointmass closed form; cheap, so computed on every row whose q ranks more than one token). A q drawn at T = 0
+by a sampling law is one-hot: its rows give A(1) (the same number as sd's) and `ratios` the rest.
 """
 
 from __future__ import annotations
@@ -20,24 +25,32 @@ import torch
 
 from decoding.run.seen import node_acceptance
 from decoding.speed.chooser import AcceptanceTable
+from decoding.verify import laws
 
 SHRINK = 3  # pseudo-nodes of the depth above in a deeper depth's mean (a deep depth is seen on few nodes)
 SAMPLED = 24  # nodes whose A(k > 1) is computed exactly (spread over the run)
 Row = tuple[int, torch.Tensor, torch.Tensor]  # (depth of the candidates, p [V], q [V]) at a visited node
 
 
+def top_k_rate(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
+    """p's mass on q's k best tokens: at T = 0, 1 when the target's argmax is among them (pointmass on top-k)."""
+    return float(p[laws.top_order(q, k)].sum())
+
+
 def table_from_rows(rows: Iterable[Row], widths: tuple[int, ...] = (1, 2), known: Iterable[tuple[int, float]] = (),
-                    ratios: dict[int, float] | None = None) -> AcceptanceTable:
+                    ratios: dict[int, float] | None = None, greedy: bool = False) -> AcceptanceTable:
     """The table from p/q rows; `known`: (depth, A(1)) already computed exactly (a shown step's sd-family
-    visits); `ratios`: A(k) / A(1) to use when no row is left to compute it on (e.g. the calibration's)."""
+    visits); `ratios`: A(k) / A(1) to use when no row is left to compute it on (e.g. the calibration's);
+    greedy: T = 0, A(k) of the draft's top-k (top_k_rate) on every ranked row."""
     rows, known = list(rows), list(known)
     if not rows and not known:
         raise ValueError("no p/q rows to measure acceptance on: run a few drafted steps first")
     by_depth: dict[int, list[float]] = defaultdict(list)
     for depth, a in known:
         by_depth[depth].append(a)
+    rule = top_k_rate if greedy else node_acceptance
     for depth, p, q in rows:
-        by_depth[depth].append(node_acceptance(p, q, 1))
+        by_depth[depth].append(rule(p, q, 1))
     deepest = max(by_depth)
     chain: list[float] = []
     for d in range(1, deepest + 1):  # a depth seen on few nodes leans on the one above it (SHRINK pseudo-nodes)
@@ -45,10 +58,13 @@ def table_from_rows(rows: Iterable[Row], widths: tuple[int, ...] = (1, 2), known
         prior = chain[-1] if chain else (sum(seen) / len(seen) if seen else 0.0)
         chain.append((sum(seen) + SHRINK * prior) / (len(seen) + SHRINK) if chain else prior)
     rates = {1: tuple(chain)}
-    sample = rows[:: max(1, len(rows) // SAMPLED)][:SAMPLED]
+    if greedy:  # cheap: every row whose q ranks a runner-up
+        sample = [row for row in rows if int((row[2] > 0).sum()) > 1]
+    else:
+        sample = rows[:: max(1, len(rows) // SAMPLED)][:SAMPLED]
     for k in (w for w in widths if w > 1):
         if sample:
-            pairs = [(node_acceptance(p, q, k), node_acceptance(p, q, 1)) for _, p, q in sample]
+            pairs = [(rule(p, q, k), rule(p, q, 1)) for _, p, q in sample]
             base = sum(a1 for _, a1 in pairs)
             ratio = sum(ak for ak, _ in pairs) / base if base > 0 else 1.0
         elif ratios and k in ratios:

@@ -39,7 +39,7 @@ from decoding.speed.pair_acceptance import run_steps  # noqa: F401  (bench predi
 from decoding.speed.step_costs import steps_and_acceptance
 from decoding.verify.tree import DraftTree
 
-CALIBRATION_VERSION = 3  # 2: the plan covers every product, chosen from whole forwards; 3: the rest per row
+CALIBRATION_VERSION = 4  # 2: the plan from whole forwards; 3: the rest per row; 4: T = 0 top-k acceptance
 ROWS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)  # target forward sizes timed (a chain of 8 is 9 rows)
 PLAN_ROWS = (1, 2, 4, 8)  # sizes every product method is timed at (a plan's choice at 8 holds above it)
 FLAT_ROWS, STEEP = 16, 1.25  # sizes above FLAT_ROWS are timed only where FLAT_ROWS rows cost <= STEEP x one

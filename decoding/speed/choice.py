@@ -1,8 +1,8 @@
 """From calibrations to a DecodeConfig: what `decoding.fastest.fastest()` returns, and the reasons shown with it.
 
 For each pair tried: load it, calibrate it on this machine (cached), choose its fastest shape at the given
-temperature (chooser.choose; chains only at T = 0), and keep the pair whose prediction is fastest. A pair
-whose best is the target alone yields `drafting=False`: plain decoding through the same forward.
+temperature (chooser.choose; at T = 0 trees are the draft's top-k), and keep the pair whose prediction is
+fastest. A pair whose best is the target alone yields `drafting=False`: plain decoding through the same forward.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def config_for(best: chooser.Prediction, temperature: float, cal: calibrate.Cali
 
 def choose_for(pair, pair_kind: str, temperature: float, *, force: bool = False, progress=None) -> PairChoice:
     cal = calibrate.calibrated(pair, pair_kind, force=force, progress=progress)
-    choice = chooser.choose(cal.costs, cal.table(temperature), chains_only=temperature == 0)
+    choice = chooser.choose(cal.costs, cal.table(temperature), greedy=temperature == 0)
     return PairChoice(pair_kind, cal, choice)
 
 

@@ -16,6 +16,10 @@ alone or more means the target alone. The margin is the model's own error: on he
 speed-ups were within 5-10 % of the measured ones, and the embedded pair's rrs_wor 2 at T = 0.8, predicted
 at 1.07x, ran at 0.96x; a gain smaller than the error is a coin flip, and the target alone never loses.
 Chains use `sd`, trees `rrs_wor` (lossless; k = 1 is sd), so the answer is always a lossless DecodeConfig.
+At T = 0 (greedy) trees use `pointmass` on the draft's top-k (EAGLE-2's greedy tree): p is one-hot, so a level of
+k candidates accepts exactly when the target's argmax is among the draft's k best tokens, and A(k, d) is that
+rate (the draft ranks by its untempered law, laws.draft_temperature); i.i.d. or without-replacement draws from
+a one-hot q would add nothing.
 """
 
 from __future__ import annotations
@@ -70,8 +74,11 @@ def expected_tokens(levels: tuple[int, ...], table: AcceptanceTable) -> float:
     return total
 
 
-def verifier_for(levels: tuple[int, ...]) -> str:
-    return "sd" if set(levels) <= {1} else "rrs_wor"
+def verifier_for(levels: tuple[int, ...], greedy: bool = False) -> str:
+    """The lossless verifier of a shape: sd for a chain; a tree: rrs_wor, or at T = 0 pointmass on the top-k."""
+    if set(levels) <= {1}:
+        return "sd"
+    return "pointmass" if greedy else "rrs_wor"
 
 
 @dataclass(frozen=True)
@@ -79,10 +86,11 @@ class Prediction:
     levels: tuple[int, ...]  # () = the target alone
     tokens_per_step: float
     step_ms: float
+    greedy: bool = False  # T = 0: a tree is the draft's top-k, verified by pointmass
 
     @property
     def verifier(self) -> str:
-        return verifier_for(self.levels)
+        return verifier_for(self.levels, self.greedy)
 
     @property
     def tokens_per_s(self) -> float:
@@ -128,19 +136,20 @@ def shapes(max_depth: int = 8, widths: tuple[int, ...] = (1, 2, 3), max_nodes: i
     return found
 
 
-def predict(levels: tuple[int, ...], costs: StepCosts, table: AcceptanceTable) -> Prediction:
+def predict(levels: tuple[int, ...], costs: StepCosts, table: AcceptanceTable, greedy: bool = False) -> Prediction:
     if not levels:
-        return Prediction((), 1.0, costs.alone_ms())
-    return Prediction(levels, expected_tokens(levels, table), costs.step_ms(levels))
+        return Prediction((), 1.0, costs.alone_ms(), greedy)
+    return Prediction(levels, expected_tokens(levels, table), costs.step_ms(levels), greedy)
 
 
 def choose(costs: StepCosts, table: AcceptanceTable, *, max_depth: int = 8, max_nodes: int = 64,
-           chains_only: bool = False) -> Choice:
-    """The fastest predicted shape, or the target alone when none is predicted MARGIN x as fast. chains_only:
-    greedy decoding (T = 0), where a level of k > 1 candidates accepts no more than one candidate does."""
+           chains_only: bool = False, greedy: bool = False) -> Choice:
+    """The fastest predicted shape, or the target alone when none is predicted MARGIN x as fast.
+    greedy: T = 0, trees of the draft's top-k (pointmass; the table's A(k) must be top-k rates, acceptance.py).
+    chains_only: widths of 1 only."""
     widths = (1,) if chains_only else table.widths
-    ranked = sorted((predict(s, costs, table) for s in shapes(max_depth, widths, max_nodes)),
+    ranked = sorted((predict(s, costs, table, greedy) for s in shapes(max_depth, widths, max_nodes)),
                     key=lambda p: (-p.tokens_per_s, len(p.levels)))
-    alone = predict((), costs, table)
+    alone = predict((), costs, table, greedy)
     best = ranked[0] if ranked and ranked[0].tokens_per_s >= MARGIN * alone.tokens_per_s else alone
     return Choice(best, alone, tuple(ranked))

@@ -25,7 +25,7 @@ from decoding.run.config import Branching, DecodeConfig
 from decoding.speed import acceptance, machine
 from decoding.speed.chooser import AcceptanceTable
 
-ACCEPTANCE_VERSION = 1
+ACCEPTANCE_VERSION = 2  # 2: at T = 0, A(k) of the draft's top-k (a pointmass chain, the draft's untempered q)
 NEW_TOKENS, DEPTH = 32, 4  # chains of 4 over 32 tokens per prompt: an answer's opening is easier than its body
 TEMPERATURES = (0.0, 0.8)
 SHIPPED = Path(__file__).resolve().parents[2] / "assets" / "speed" / "acceptance.json"
@@ -47,14 +47,19 @@ def run_steps(pair, config: DecodeConfig, prompt: str) -> tuple[list, list[accep
     return steps, rows
 
 
+GREEDY_WIDTHS, SAMPLED_WIDTHS = (1, 2, 3, 4), (1, 2)
+
+
 def chain(temperature: float, new_tokens: int = NEW_TOKENS, depth: int = DEPTH) -> DecodeConfig:
-    return DecodeConfig(verifier="sd", shape=Branching((1,) * depth), temperature=temperature,
-                        max_new_tokens=new_tokens, seed=0)
+    """sd's chain; at T = 0 pointmass's (the same tokens: its one candidate is the draft's argmax), whose q rows
+    are the draft's untempered law, so the rows also give the top-k rates of T = 0 trees."""
+    return DecodeConfig(verifier="pointmass" if temperature == 0 else "sd", shape=Branching((1,) * depth),
+                        temperature=temperature, max_new_tokens=new_tokens, seed=0)
 
 
 def measure(pair, prompts: tuple[str, ...]) -> tuple[dict[float, AcceptanceTable], list[list]]:
     """(temperature -> table, each run's timed steps) from chains of DEPTH over NEW_TOKENS per prompt at each
-    of TEMPERATURES (widths 1 and 2 above T = 0: a level of k > 1 candidates at T = 0 accepts no more than one)."""
+    of TEMPERATURES (at T = 0 the top-k rates of widths 1-4, above it rrs_wor's widths 1 and 2)."""
     tables, runs = {}, []
     for temperature in TEMPERATURES:
         rows: list[acceptance.Row] = []
@@ -62,7 +67,9 @@ def measure(pair, prompts: tuple[str, ...]) -> tuple[dict[float, AcceptanceTable
             timed, got = run_steps(pair, chain(temperature), prompt)
             runs.append(timed)
             rows += got
-        tables[temperature] = acceptance.table_from_rows(rows, (1,) if temperature == 0 else (1, 2))
+        greedy = temperature == 0
+        tables[temperature] = acceptance.table_from_rows(rows, GREEDY_WIDTHS if greedy else SAMPLED_WIDTHS,
+                                                         greedy=greedy)
     return tables, runs
 
 

@@ -100,6 +100,9 @@ class Law:
     produce i.i.d. children, so only such laws can verify a K-sequence trie).
     keyed: the draws read randomness that the verifier reads again (gumbel: shared exponentials), so a run
     hands the draft and the verify of one node the same per-node generator (verify/node_keys.py).
+    ranked: some candidates are q's top tokens by rank (top-k). At temperature 0 the draft's warped law is
+    one-hot, with no second token to rank, so a run drafts such a law from the draft's untempered law
+    (`draft_temperature`).
     """
 
     name: str = ""
@@ -107,6 +110,7 @@ class Law:
     max_k: int | None = None
     iid_compatible: bool = False
     keyed: bool = False
+    ranked: bool = False
 
     def __str__(self) -> str:
         return self.name
@@ -245,7 +249,7 @@ class Hub(Law):
 class TopkPlusRandom(Law):
     """Hu et al.'s greedy draft set: the top-(k−1) tokens of q plus one draw from q without them."""
 
-    name = "topk_plus_random"
+    name, ranked = "topk_plus_random", True
 
     def count(self, V: int, k: int) -> int:
         return 2 * V
@@ -265,6 +269,8 @@ class TopkPlusRandom(Law):
 
 class TopK(Law):
     """The deterministic top-k of q. "any" is this law for verifiers valid for any candidate set."""
+
+    ranked = True
 
     def __init__(self, name: str, iid_compatible: bool) -> None:
         self.name, self.iid_compatible = name, iid_compatible
@@ -296,6 +302,16 @@ REGISTRY: dict[str, Law] = {
     law.name: law for law in (IID_LAW, WITHOUT_REPLACEMENT, HUB, TOPK_PLUS_RANDOM, TOPK, ANY, GUMBEL)
 }
 LAWS = tuple(REGISTRY)  # the names, a public contract (traces, CLI help)
+
+
+def draft_temperature(law: str | Law, temperature: float) -> float:
+    """The temperature a draft's q is warped with for candidates of `law` when the target's is `temperature`.
+
+    The target's, except at temperature 0 for a ranked law: there q would be one-hot (its argmax) and a
+    top-k's other candidates would be the lowest token ids, all of q = 0. The draft's untempered law (1.0)
+    ranks the same first token and real runners-up. Every lossless verifier is exact for any q it is given,
+    and at temperature 0 p is one-hot: a candidate is accepted exactly when it is the target's argmax."""
+    return 1.0 if temperature == 0 and get(law).ranked else temperature
 
 
 def get(law: str | Law) -> Law:

@@ -154,3 +154,33 @@ def test_a_gain_within_the_cost_models_error_keeps_the_target_alone(gain, drafts
     assert bool(choice.best.levels) is drafts and MARGIN == 1.05
     if not drafts:
         assert f"would run at {gain:.2f}x, within the cost model's 5% error" in choice.why()
+
+
+def test_greedy_trees_are_the_drafts_top_k_verified_by_pointmass():
+    """At T = 0 a tree is the draft's top-k (pointmass, lossless there); a chain stays sd. A flat curve with
+    top-k rates that grow with k picks a tree, and the DecodeConfig it yields is pointmass's."""
+    from decoding.speed.choice import config_for
+
+    choice = choose(flat(), TABLE, greedy=True)
+    assert max(choice.best.levels) >= 2 and choice.best.verifier == "pointmass"
+    assert choice.best.label().startswith("pointmass ")
+    assert choose(flat(), AcceptanceTable({1: (0.8,)}), greedy=True).best.verifier == "sd"
+
+    class Cal:
+        costs = flat()
+
+    config = config_for(choice.best, 0.0, Cal())
+    assert config.verifier == "pointmass" and config.shape.levels == choice.best.levels and config.temperature == 0
+
+
+def test_greedy_top_k_rates_make_a_cheap_tree_beat_the_chain_on_a_cpu_curve():
+    """A CPU where 4 rows cost one row's time and 2 rows more (oneDNN on the project's VM): with the head's
+    T = 0 top-k rates, a one-level tree of 3 beats every chain, and the chain would not even beat the target
+    alone by the margin; trees need greedy=True, or the chooser sticks to chains' rates."""
+    costs = StepCosts(target=((1, 31.7), (2, 38.2), (3, 30.0), (4, 29.1), (8, 36.2), (16, 48.0)),
+                      draft=((1, 3.2), (2, 6.6), (4, 7.0)), overhead=0.8, overhead_per_row=0.2)
+    table = AcceptanceTable({1: (0.35, 0.28), 2: (0.47, 0.37), 3: (0.54, 0.44), 4: (0.57, 0.48)})
+    tree = choose(costs, table, greedy=True)
+    chain = choose(costs, table, chains_only=True)
+    assert tree.best.levels and max(tree.best.levels) >= 3 and tree.best.verifier == "pointmass"
+    assert tree.speedup > chain.ranked[0].tokens_per_s / chain.alone.tokens_per_s + 0.1
