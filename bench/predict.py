@@ -139,9 +139,10 @@ def sample(pair, cal, levels: tuple[int, ...], temperature: float, seed: int, pr
                   (prompt, seed))
 
 
-def report(samples: list[Sample]) -> str:
+def report(samples: list[Sample], temperature: float) -> str:
     """Per shape: median predicted and measured, the median [min-max] of predicted / measured tokens/s, and the
-    same for the speed-up over the target alone (relative_ratios)."""
+    same for the speed-up over the target alone (relative_ratios); shapes named with their verifier at this
+    temperature (config_of's)."""
     lines = ["| shape | tok/s predicted | tok/s measured | predicted / measured: median [range] | "
              "x target alone, predicted / measured: median [range] | tokens/step pred / meas | "
              "ms/step pred / meas |", "|---|---|---|---|---|---|---|"]
@@ -150,8 +151,9 @@ def report(samples: list[Sample]) -> str:
         mine = [s for s in samples if s.levels == levels]
         med = {name: statistics.median(getattr(s, name) for s in mine)
                for name in ("predicted_tokens", "predicted_ms", "measured_tokens", "measured_ms")}
+        name = Prediction(levels, 1.0, 1.0, temperature == 0).label()
         lines.append(
-            f"| {Prediction(levels, 1.0, 1.0).label()} | {1000 * med['predicted_tokens'] / med['predicted_ms']:.1f} | "
+            f"| {name} | {1000 * med['predicted_tokens'] / med['predicted_ms']:.1f} | "
             f"{1000 * med['measured_tokens'] / med['measured_ms']:.1f} | {_spread([s.ratio for s in mine])} | "
             f"{_spread(relative.get(levels, []))} | {med['predicted_tokens']:.2f} / {med['measured_tokens']:.2f} | "
             f"{med['predicted_ms']:.1f} / {med['measured_ms']:.1f} |")
@@ -183,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         shapes = parse_shapes(args.shapes or DEFAULT_SHAPES[0.0 if t == 0 else None])
         samples = [sample(pair, cal, levels, t, seed, prompt, args.max_new_tokens)
                    for prompt in prompts for seed in range(args.repeats) for levels in shapes]
-        print(f"T = {t}\n{report(samples)}\n", flush=True)
+        print(f"T = {t}\n{report(samples, t)}\n", flush=True)
     return 0
 
 

@@ -29,9 +29,18 @@ def test_the_report_is_predicted_over_measured_tokens_per_second():
                predict.Sample((), 1.0, 25.0, 1.0, 25.0, ("b", 0))]  # 40 / 40: 1.00
     assert [round(s.ratio, 2) for s in samples] == [1.0, 1.25, 0.8, 1.0]
     assert predict.relative_ratios(samples) == {(1, 1): [pytest.approx(1.25), pytest.approx(1.25)]}
-    lines = predict.report(samples).splitlines()
+    lines = predict.report(samples, 0.8).splitlines()
     assert lines[2].startswith("| sd 1,1 | 50.0 |") and "| 1.12 [1.00-1.25] | 1.25 [1.25-1.25] |" in lines[2]
     assert lines[3].startswith("| target alone | 40.0 | 44.4 | 0.90 [0.80-1.00] | - |")
+
+
+def test_the_report_names_each_shape_by_the_verifier_it_ran_with():
+    """A tree at T = 0 runs as pointmass on the draft's top-k (config_of): the report says so."""
+    samples = [predict.Sample((3,), 1.5, 40.0, 1.5, 40.0, ("a", 0)), predict.Sample((), 1.0, 30.0, 1.0, 30.0, ("a", 0))]
+    assert predict.report(samples, 0.0).splitlines()[2].startswith("| pointmass 3 |")
+    assert predict.config_of((3,), 0.0, 0, 8).verifier == "pointmass"
+    assert predict.report(samples, 0.8).splitlines()[2].startswith("| rrs_wor 3 |")
+    assert predict.config_of((3,), 0.8, 0, 8).verifier == "rrs_wor"
 
 
 @pytest.mark.parametrize("levels", [(), (1, 1), (2, 1)])
