@@ -84,9 +84,8 @@ def facts_of(session: Session, runs: RunCache | None, force: bool,
     rows, seen = live_evidence(session, runs)  # steps not shown yet: their p/q rows; shown: their numbers
     # an imported trace has no live run: its shown records' exact sd-family acceptance is what is left
     known = seen.ones if seen is not None else acceptance.known_from_records(session.steps)
-    own = set(config.level_widths) if isinstance(config.shape, Branching) else set()
     greedy = config.temperature == 0  # trees of the draft's top-k (chooser.verifier_for)
-    widths = (1, 2, 3, 4) if greedy else tuple(sorted({1, 2} | {k for k in own if k <= 4}))  # the run's own too
+    widths = (1, 2, 3, 4)  # rrs_wor's A(3) and A(4): about 2 s on the sampled nodes
     fallback = cal.table(config.temperature)
     ratios = {k: v[0] / fallback.rates[1][0] for k, v in fallback.rates.items() if fallback.rates[1][0] > 0}
     if seen is not None and seen.ratio() is not None:

@@ -81,7 +81,7 @@ def test_a_tiny_pair_calibrates_end_to_end(tiny_matching_folders, tmp_path, monk
     cal = calibrate.calibrated(pair, "custom", root=tmp_path, force=True)
     assert [n for n, _ in cal.costs.target] == [1, 2, 4] and all(ms > 0 for _, ms in cal.costs.target)
     assert [n for n, _ in cal.costs.draft] == [1, 2, 4] and cal.costs.overhead >= 0  # every level size timed
-    assert set(cal.acceptance) == {0.0, 0.8} and set(cal.acceptance[0.8].rates) == {1, 2}
+    assert set(cal.acceptance) == {0.0, 0.8} and set(cal.acceptance[0.8].rates) == {1, 2, 3, 4}
     assert all(0 <= a <= 1 for t in cal.acceptance.values() for v in t.rates.values() for a in v)
     assert calibrate.load_cached(cal.key, tmp_path) == cal
 
