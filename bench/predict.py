@@ -31,7 +31,7 @@ from bench.speed import load_prompts, parse_temperatures
 from decoding.models.kinds import BUILT_IN
 from decoding.speed.chooser import Prediction
 
-DEFAULT_SHAPES = {0.0: "alone;1;1,1;1,1,1;2;3;4;3,1", None: "alone;1;1,1;2;2,1;2,2"}  # None: any T > 0
+DEFAULT_SHAPES = {0.0: "alone;1;1,1;1,1,1;2;3;4;3,1", None: "alone;1;1,1;2;3;4;2,1;3,1"}  # None: any T > 0
 
 
 def _parser() -> argparse.ArgumentParser:

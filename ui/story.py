@@ -13,6 +13,7 @@ from typing import Any
 import gradio as gr
 
 from decoding.run.schema import StepRecord, Trace
+from decoding.verify import laws
 from decoding.verify.registry import VERIFIERS
 from ui import inspector
 from ui.session import Session
@@ -41,7 +42,9 @@ def about(key: str, trace: Trace | None) -> About:
     why = LOSSY_WHY.get(key) or ("its output law differs from the target's (docs/verifiers.md)."
                                  if not lossless else "")
     kind = str((trace.models if trace is not None else {}).get("kind", ""))
-    return About(lossless=lossless, lossy_why=why, draft_kind=kind)
+    temperature = float((trace.config if trace is not None else {}).get("temperature", 1.0))
+    untempered = entry is not None and laws.draft_temperature(entry.law, temperature) != temperature
+    return About(lossless=lossless, lossy_why=why, draft_kind=kind, untempered=untempered)
 
 
 def render(step: StepRecord, trace: Trace | None, position: int, verifier: str | None = None) -> str:

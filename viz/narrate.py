@@ -31,6 +31,7 @@ class About:
     lossless: bool = True
     lossy_why: str = ""  # one sentence: why this verifier's output law is not p
     draft_kind: str = ""  # the pair kind ("lookup" drafts nothing without an n-gram match)
+    untempered: bool = False  # a top-k law at T = 0: q is the draft's untempered law (laws.draft_temperature)
 
 
 def num(x: float | None) -> str:
@@ -56,8 +57,10 @@ def draft(step: StepRecord, about: About) -> str:
                 "picks the next token.")
     depth = max(n.depth for n in step.nodes)
     root_k = len(step.nodes[0].draws)
+    ranked = (" At temperature 0 the draft's tempered law would be one-hot, with no runner-up to rank, so q here "
+              "is its untempered law and each node's candidates are its top tokens." if about.untempered else "")
     return (f"The draft q proposed {plural(drafted, 'token')} after {root}: {root_k} at the root, "
-            f"a tree {plural(depth, 'level')} deep, drawn with the {step.law} law.")
+            f"a tree {plural(depth, 'level')} deep, drawn with the {step.law} law.{ranked}")
 
 
 def score(step: StepRecord) -> str:
