@@ -4,7 +4,9 @@ A lazy-theory run keeps a step's p and q rows only until a view fills that step'
 two [V] float64 rows per visit are too much to keep for a whole run. The Speed view predicts every draft shape
 from the run's own exact acceptance, so `fill_theory` logs here, from the rows, before it lets them go: A(1)
 at each visited node (sd's sum min(p, q), O(V)) and, on WIDE_PER_STEP visits of the step, A(2), two candidates
-drawn without replacement (rrs_wor's; an enumeration, 4-8 ms a node at V = 49152 on a 2-core CPU).
+drawn without replacement (rrs_wor's; an enumeration, 4-8 ms a node at V = 49152 on a 2-core CPU). A greedy
+run (T = 0) logs the top-k rates instead, what the chooser's T = 0 trees accept (`top_k_rate`): sd's sum min(p, q)
+is that rate only for a one-hot q, and a top-k law's q at T = 0 is the draft's untempered law.
 """
 
 from __future__ import annotations
@@ -13,10 +15,15 @@ from dataclasses import dataclass, field
 
 import torch
 
-from decoding.verify import theory
+from decoding.verify import laws, theory
 
 WIDE_PER_STEP = 2  # visits per filled step whose A(2) is computed too
 MAX_LOGGED = 4096  # bounded memory: a run of many steps keeps its latest numbers
+
+
+def top_k_rate(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
+    """p's mass on q's k best tokens: at T = 0, 1 when the target's argmax is among them (pointmass on top-k)."""
+    return float(p[laws.top_order(q, k)].sum())
 
 
 def node_acceptance(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
@@ -32,14 +39,16 @@ def node_acceptance(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
 class Seen:
     ones: list[tuple[int, float]] = field(default_factory=list)  # (depth of the candidates, A(1))
     wide: list[tuple[float, float]] = field(default_factory=list)  # (A(1), A(2)) at one node
+    greedy: bool = False  # T = 0: top-k rates (top_k_rate), A(2) on every visit whose q ranks a runner-up
 
     def add_step(self, record, kept: list[tuple[int, torch.Tensor, torch.Tensor]]) -> None:
         """A step's kept (visit index, p [V], q [V]) rows, before they are let go."""
+        rule = top_k_rate if self.greedy else node_acceptance
         for n, (visit, p, q) in enumerate(kept):
-            a1 = node_acceptance(p, q, 1)
+            a1 = rule(p, q, 1)
             self.ones.append((record.nodes[record.visits[visit].node].depth + 1, a1))
-            if n < WIDE_PER_STEP:
-                self.wide.append((a1, node_acceptance(p, q, 2)))
+            if (n < WIDE_PER_STEP and not self.greedy) or (self.greedy and int((q > 0).sum()) > 1):
+                self.wide.append((a1, rule(p, q, 2)))
         del self.ones[:-MAX_LOGGED], self.wide[:-MAX_LOGGED]
 
     def ratio(self) -> float | None:

@@ -24,18 +24,12 @@ from collections.abc import Iterable
 
 import torch
 
-from decoding.run.seen import node_acceptance
+from decoding.run.seen import node_acceptance, top_k_rate
 from decoding.speed.chooser import AcceptanceTable
-from decoding.verify import laws
 
 SHRINK = 3  # pseudo-nodes of the depth above in a deeper depth's mean (a deep depth is seen on few nodes)
 SAMPLED = 24  # nodes whose A(k > 1) is computed exactly (spread over the run)
 Row = tuple[int, torch.Tensor, torch.Tensor]  # (depth of the candidates, p [V], q [V]) at a visited node
-
-
-def top_k_rate(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
-    """p's mass on q's k best tokens: at T = 0, 1 when the target's argmax is among them (pointmass on top-k)."""
-    return float(p[laws.top_order(q, k)].sum())
 
 
 def table_from_rows(rows: Iterable[Row], widths: tuple[int, ...] = (1, 2), known: Iterable[tuple[int, float]] = (),

@@ -52,3 +52,19 @@ def test_the_t0_measuring_chain_is_pointmass_and_the_others_sd():
     greedy, sampled = pair_acceptance.chain(0.0), pair_acceptance.chain(0.8)
     assert greedy.verifier == "pointmass" and laws.get("any").ranked
     assert sampled.verifier == "sd" and greedy.shape == sampled.shape
+
+
+def test_a_greedy_runs_seen_numbers_are_top_k_rates():
+    """The Speed tab reads a run's logged numbers (run/seen.py) once its rows are gone: at T = 0 they must be the
+    top-k rates too. sd's sum min(p, q) on the untempered q would log q(argmax p) = 0.25 here, not 0."""
+    from types import SimpleNamespace
+
+    from decoding.run.seen import Seen
+
+    record = SimpleNamespace(nodes=[SimpleNamespace(depth=0)], visits=[SimpleNamespace(node=0)])
+    q = ranked([1, 2, 0, 3, 4, 5])  # the target's argmax, 2, is the draft's second best
+    greedy, sampled = Seen(greedy=True), Seen()
+    greedy.add_step(record, [(0, one_hot(2), q)])
+    sampled.add_step(record, [(0, one_hot(2), q)])
+    assert greedy.ones == [(1, 0.0)] and greedy.wide == [(0.0, 1.0)]
+    assert sampled.ones[0][1] == pytest.approx(float(q[2]))
