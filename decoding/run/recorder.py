@@ -41,12 +41,13 @@ class StepTimes:
 
 
 def top_tokens(p: torch.Tensor, q: torch.Tensor | None, n: int, text: TokenText) -> tuple[TokenProb, ...]:
-    """Union of the n most probable tokens under p and under q, ordered by p then q."""
+    """Union of the n most probable tokens under p and under q, ordered by p then q; tokens both give 0 are left
+    out (at T = 0 a one-hot p's "top 8" were its argmax and the 7 lowest token ids, <|endoftext|> first)."""
     ids = torch.topk(p, min(n, p.shape[0])).indices.tolist()
     if q is not None:
         ids += torch.topk(q, min(n, q.shape[0])).indices.tolist()
-    ids = list(dict.fromkeys(int(i) for i in ids))
     qv = (lambda i: float(q[i])) if q is not None else (lambda i: 0.0)
+    ids = [i for i in dict.fromkeys(int(i) for i in ids) if float(p[i]) > 0 or qv(i) > 0]
     ids.sort(key=lambda i: (-float(p[i]), -qv(i), i))
     return tuple(TokenProb(i, text(i), float(p[i]), qv(i)) for i in ids)
 

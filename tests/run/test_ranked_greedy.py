@@ -79,3 +79,19 @@ def test_ranked_trees_at_t0_decode_the_targets_greedy_tokens(verifier, branching
     assert got.generated_ids == plain.generated_ids
     assert any(len(set(n.draws)) > 1 for s in got.steps for n in s.nodes)  # really a tree of distinct tokens
     assert VERIFIERS[verifier].law.ranked
+
+
+def test_a_nodes_top_tokens_leave_out_what_p_and_q_both_give_zero():
+    """At T = 0 p is one-hot: the node's top list (the bars of the node figure, the residual's top in the story)
+    was its argmax and the lowest token ids at 0.000 (<|endoftext|>, <|im_start|>, ...)."""
+    from decoding.run.recorder import top_tokens
+
+    p = torch.zeros(10, dtype=torch.float64)
+    p[7] = 1.0
+    q = torch.zeros(10, dtype=torch.float64)
+    q[[3, 7]] = torch.tensor([0.75, 0.25], dtype=torch.float64)
+    assert [t.token for t in top_tokens(p, None, 4, str)] == [7]
+    assert [t.token for t in top_tokens(p, q, 4, str)] == [7, 3]
+    trace = engine.generate(models.load_pair("toy"), DecodeConfig(verifier="rrs_wor", branching=(2,), temperature=0.0,
+                                                                  max_new_tokens=6, seed=0), "the cat")
+    assert all(t.p > 0 or t.q > 0 for s in trace.steps for n in s.nodes for t in n.top)
