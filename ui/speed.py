@@ -18,7 +18,7 @@ import gradio as gr
 
 from decoding.models.pairs import PLAN_KEY
 from decoding.run.config import Branching, DecodeConfig
-from decoding.run.seen import Seen
+from decoding.run.seen import Seen, no_guess
 from decoding.speed import acceptance, calibrate, chooser, products
 from decoding.speed.calibrate import Calibration
 from ui import decode
@@ -81,9 +81,10 @@ def facts_of(session: Session, runs: RunCache | None, force: bool,
     if progress is not None:
         progress(0.3, desc="calibrating this machine (once; then cached) ...")
     cal = calibrate.calibrated(pair, session.controls.pair, force=force)
-    rows, seen = live_evidence(session, runs)  # steps not shown yet: their p/q rows; shown: their numbers
+    depth = 0 if config.adaptive or not config.drafting else config.tree_depth
+    rows, seen, misses = live_evidence(session, runs, depth)  # steps not shown yet: p/q rows; shown: their numbers
     # an imported trace has no live run: its shown records' exact sd-family acceptance is what is left
-    known = seen.ones if seen is not None else acceptance.known_from_records(session.steps)
+    known = seen.ones + misses if seen is not None else acceptance.known_from_records(session.steps, depth)
     greedy = config.temperature == 0  # trees of the draft's top-k (chooser.verifier_for)
     widths = (1, 2, 3, 4)  # rrs_wor's A(3) and A(4): about 2 s on the sampled nodes
     fallback = cal.table(config.temperature)
@@ -96,18 +97,20 @@ def facts_of(session: Session, runs: RunCache | None, force: bool,
     return _facts(cal, table, choice, session, config, from_run)
 
 
-def live_evidence(session: Session, runs: RunCache | None) -> tuple[list[acceptance.Row], Seen | None]:
-    """The live run's kept (depth, p, q) rows (its steps not shown yet) and the numbers it logged of the steps
-    shown (run/seen.py); ([], None) without a live run (an imported trace)."""
+def live_evidence(session: Session, runs: RunCache | None, depth: int = 0
+                  ) -> tuple[list[acceptance.Row], Seen | None, list[tuple[int, float]]]:
+    """The live run's kept (depth, p, q) rows (its steps not shown yet), the numbers it logged of the steps shown
+    (run/seen.py), and the levels its unshown steps reached without a guess (seen.no_guess: acceptance 0; a tree
+    of `depth` levels); ([], None, []) without a live run (an imported trace)."""
     if runs is None or session.run is None:
-        return [], None
+        return [], None, []
     live = runs.take(session.key, session.run)
     if live is None:
-        return [], None
+        return [], None, []
     try:
-        steps = live.state.steps
-        rows = [row for r in steps for row in acceptance.rows_of_record(r, live.kept_rows(r.index) or [])]
-        return rows, live.seen
+        unshown = [(r, kept) for r in live.state.steps if (kept := live.kept_rows(r.index)) is not None]
+        rows = [row for r, kept in unshown for row in acceptance.rows_of_record(r, kept)]
+        return rows, live.seen, [miss for r, _ in unshown for miss in no_guess(r, depth)]
     finally:
         decode.keep(runs, session, live, None)
 

@@ -74,7 +74,8 @@ class Run:
         self.replaying = replaying  # re-running known steps (run/replay.py): no records, the state keeps its own
         self._theory_rows: dict[int, list[tuple[int, torch.Tensor, torch.Tensor]]] = {}
         self.chain_stats = adaptive.ChainStats()  # past steps only: what config.adaptive decides from
-        self.seen = Seen(greedy=config.temperature == 0)  # the exact acceptance of each filled step, kept
+        depth = 0 if config.adaptive or not config.drafting else config.tree_depth  # adaptive: the step's own
+        self.seen = Seen(greedy=config.temperature == 0, depth=depth)  # each filled step's exact acceptance, kept
         self.entry = config.entry()  # with the parameters the config sets (fuzzy threshold)
         self._state = state
         self.generator = torch.Generator(device="cpu")

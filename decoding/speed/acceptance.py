@@ -24,7 +24,7 @@ from collections.abc import Iterable
 
 import torch
 
-from decoding.run.seen import node_acceptance, top_k_rate
+from decoding.run.seen import no_guess, node_acceptance, top_k_rate
 from decoding.speed.chooser import AcceptanceTable
 
 SHRINK = 3  # pseudo-nodes of the depth above in a deeper depth's mean (a deep depth is seen on few nodes)
@@ -73,11 +73,13 @@ def table_from_rows(rows: Iterable[Row], widths: tuple[int, ...] = (1, 2), known
 SD_AT_ONE = ("sd", "rrs", "rrs_wor")  # verifiers whose acceptance of one candidate is sd's, sum min(p, q)
 
 
-def known_from_records(records) -> list[tuple[int, float]]:
+def known_from_records(records, depth: int = 0) -> list[tuple[int, float]]:
     """(depth of the candidates, exact A(1)) of every visit with one candidate whose exact acceptance a view
-    already computed (alpha_exact), for the verifiers whose k = 1 acceptance is sd's."""
-    return [(r.nodes[v.node].depth + 1, v.alpha_exact) for r in records if r.verifier in SD_AT_ONE
-            for v in r.visits if len(v.candidates) == 1 and v.alpha_exact is not None and not v.alpha_stderr]
+    already computed (alpha_exact), for the verifiers whose k = 1 acceptance is sd's; and a 0 where a step
+    stopped above `depth` for want of a guess (seen.no_guess)."""
+    found = [(r.nodes[v.node].depth + 1, v.alpha_exact) for r in records if r.verifier in SD_AT_ONE
+             for v in r.visits if len(v.candidates) == 1 and v.alpha_exact is not None and not v.alpha_stderr]
+    return found + [miss for r in records if r.verifier in SD_AT_ONE for miss in no_guess(r, depth)]
 
 
 def rows_of_record(record, kept: list[tuple[int, torch.Tensor, torch.Tensor]]) -> list[Row]:

@@ -22,10 +22,11 @@ from pathlib import Path
 from decoding.models import draft_head, embedded
 from decoding.run import engine
 from decoding.run.config import Branching, DecodeConfig
+from decoding.run.seen import no_guess
 from decoding.speed import acceptance, machine
 from decoding.speed.chooser import AcceptanceTable
 
-ACCEPTANCE_VERSION = 2  # 2: widths 1-4; at T = 0 the draft's top-k (a pointmass chain, the untempered q)
+ACCEPTANCE_VERSION = 3  # 2: widths 1-4; T = 0: the draft's top-k (pointmass chains); 3: a level with no guess: 0
 NEW_TOKENS, DEPTH = 32, 4  # chains of 4 over 32 tokens per prompt: an answer's opening is easier than its body
 TEMPERATURES = (0.0, 0.8)
 SHIPPED = Path(__file__).resolve().parents[2] / "assets" / "speed" / "acceptance.json"
@@ -63,13 +64,15 @@ def measure(pair, prompts: tuple[str, ...]) -> tuple[dict[float, AcceptanceTable
     tables, runs = {}, []
     for temperature in TEMPERATURES:
         rows: list[acceptance.Row] = []
+        misses: list[tuple[int, float]] = []  # levels a step reached with no guess (prompt lookup): acceptance 0
         for prompt in prompts:
             timed, got = run_steps(pair, chain(temperature), prompt)
             runs.append(timed)
             rows += got
+            misses += [miss for _, record in timed for miss in no_guess(record, DEPTH)]
         greedy = temperature == 0
         tables[temperature] = acceptance.table_from_rows(rows, GREEDY_WIDTHS if greedy else SAMPLED_WIDTHS,
-                                                         greedy=greedy)
+                                                         misses, greedy=greedy)
     return tables, runs
 
 

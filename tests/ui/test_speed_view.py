@@ -36,7 +36,7 @@ def test_the_view_explains_a_live_run(session_and_runs):
     assert text.startswith("**On ") and "**This run, sd 1,1,1:**\n- predicted **" in text
     assert figure is not None and len(figure.data) >= 5
     assert "| sd 1,1,1 (this run) |" in text
-    rows, seen = speed.live_evidence(session, runs)
+    rows, seen, misses = speed.live_evidence(session, runs)
     known = seen.ones  # each Step showed its step: its theory was filled, and its acceptance logged
     recorded = acceptance.known_from_records(session.steps)  # what the shown records say: the same numbers
     assert len(known) == len(recorded) >= 4 and all(d >= 1 for d, _ in known)
@@ -64,7 +64,7 @@ def test_a_tree_run_of_width_three_is_explained_too(tmp_path, monkeypatch):
     assert "**This run, rrs_wor 3,2,2:**\n- predicted **" in text and figure is not None
     # every shown step's rows were let go once its theory was filled; their numbers were kept (run/seen.py),
     # so the view reads this run's acceptance, never the calibration's (it did, on the app's default shape)
-    _, seen = speed.live_evidence(session, runs)
+    _, seen, _ = speed.live_evidence(session, runs)
     assert len(seen.ones) >= 2 and 1 <= len(seen.wide) <= 2 * 2
     assert f"Acceptance from {len(seen.ones)} visited nodes of this run" in text
 
