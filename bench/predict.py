@@ -124,14 +124,17 @@ def timed_steps(pair, config, prompt: str) -> tuple[int, float, int]:
 
 
 def sample(pair, cal, levels: tuple[int, ...], temperature: float, seed: int, prompt: str, max_new: int) -> Sample:
+    from decoding.run.seen import no_guess
     from decoding.speed import acceptance, chooser
     from decoding.speed.pair_acceptance import run_steps
 
     config = config_of(levels, temperature, seed, max_new)
     if levels:
-        _, rows = run_steps(pair, config.with_(record=True), prompt)
+        steps, rows = run_steps(pair, config.with_(record=True), prompt)
         widths, greedy = tuple(sorted({1, *levels})), temperature == 0
-        predicted = chooser.predict(levels, cal.costs, acceptance.table_from_rows(rows, widths, greedy=greedy), greedy)
+        misses = [miss for _, record in steps for miss in no_guess(record, len(levels))]  # lookup: no guess, 0
+        table = acceptance.table_from_rows(rows, widths, misses, greedy=greedy)
+        predicted = chooser.predict(levels, cal.costs, table, greedy)
     else:
         predicted = chooser.predict((), cal.costs, cal.table(temperature))
     tokens, ms, steps = timed_steps(pair, config, prompt)
