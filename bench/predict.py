@@ -124,7 +124,7 @@ def timed_steps(pair, config, prompt: str) -> tuple[int, float, int]:
 
 
 def sample(pair, cal, levels: tuple[int, ...], temperature: float, seed: int, prompt: str, max_new: int) -> Sample:
-    from decoding.run.seen import no_guess
+    from decoding.run.seen import misses
     from decoding.speed import acceptance, chooser
     from decoding.speed.pair_acceptance import run_steps
 
@@ -132,8 +132,8 @@ def sample(pair, cal, levels: tuple[int, ...], temperature: float, seed: int, pr
     if levels:
         steps, rows = run_steps(pair, config.with_(record=True), prompt)
         widths, greedy = tuple(sorted({1, *levels})), temperature == 0
-        misses = [miss for _, record in steps for miss in no_guess(record, len(levels))]  # lookup: no guess, 0
-        table = acceptance.table_from_rows(rows, widths, misses, greedy=greedy)
+        missed = misses([record for _, record in steps], len(levels))  # lookup: a level with no guess, 0
+        table = acceptance.table_from_rows(rows, widths, missed, greedy=greedy)
         predicted = chooser.predict(levels, cal.costs, table, greedy)
     else:
         predicted = chooser.predict((), cal.costs, cal.table(temperature))

@@ -18,8 +18,8 @@ import gradio as gr
 
 from decoding.models.pairs import PLAN_KEY
 from decoding.run.config import Branching, DecodeConfig
-from decoding.run.seen import Seen, no_guess
-from decoding.speed import acceptance, calibrate, chooser, products
+from decoding.run.seen import Seen, fixed_depth, misses
+from decoding.speed import acceptance, calibrate, chooser, pair_acceptance, products
 from decoding.speed.calibrate import Calibration
 from ui import decode
 from ui.run_cache import RunCache
@@ -81,12 +81,12 @@ def facts_of(session: Session, runs: RunCache | None, force: bool,
     if progress is not None:
         progress(0.3, desc="calibrating this machine (once; then cached) ...")
     cal = calibrate.calibrated(pair, session.controls.pair, force=force)
-    depth = 0 if config.adaptive or not config.drafting else config.tree_depth
-    rows, seen, misses = live_evidence(session, runs, depth)  # steps not shown yet: p/q rows; shown: their numbers
+    depth = fixed_depth(config)
+    rows, seen, missed = live_evidence(session, runs, depth)  # steps not shown yet: p/q rows; shown: their numbers
     # an imported trace has no live run: its shown records' exact sd-family acceptance is what is left
-    known = seen.ones + misses if seen is not None else acceptance.known_from_records(session.steps, depth)
+    known = seen.ones + missed if seen is not None else acceptance.known_from_records(session.steps, depth)
     greedy = config.temperature == 0  # trees of the draft's top-k (chooser.verifier_for)
-    widths = (1, 2, 3, 4)  # rrs_wor's A(3) and A(4): about 2 s on the sampled nodes
+    widths = pair_acceptance.WIDTHS  # the calibration's; rrs_wor's A(3) and A(4): about 2 s on the sampled nodes
     fallback = cal.table(config.temperature)
     ratios = {k: v[0] / fallback.rates[1][0] for k, v in fallback.rates.items() if fallback.rates[1][0] > 0}
     if seen is not None and seen.ratio() is not None:
@@ -110,7 +110,7 @@ def live_evidence(session: Session, runs: RunCache | None, depth: int = 0
     try:
         unshown = [(r, kept) for r in live.state.steps if (kept := live.kept_rows(r.index)) is not None]
         rows = [row for r, kept in unshown for row in acceptance.rows_of_record(r, kept)]
-        return rows, live.seen, [miss for r, _ in unshown for miss in no_guess(r, depth)]
+        return rows, live.seen, misses([r for r, _ in unshown], depth)
     finally:
         decode.keep(runs, session, live, None)
 
@@ -123,7 +123,7 @@ def _facts(cal: Calibration, table: chooser.AcceptanceTable, choice: chooser.Cho
                    for p in sorted(ranked, key=lambda p: -p.tokens_per_s))
     run_label = run_predicted = mine = None
     if isinstance(config.shape, Branching) and config.drafting:
-        mine = chooser.predict(config.shape.levels, cal.costs, table, config.temperature == 0)
+        mine = chooser.predict(config.shape.levels, cal.costs, table, greedy=config.temperature == 0)
         run_label, run_predicted = f"{config.verifier} {config.shape_text()}", mine.tokens_per_s / alone
         shapes = shapes + (speed_view.ShapeRow(f"{run_label} (this run)", mine.tokens_per_step, mine.step_ms,
                                                run_predicted),)

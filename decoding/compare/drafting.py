@@ -29,13 +29,13 @@ class ForestDraft:
     groups: tuple[str, ...]  # tree group (candidate law, or "sequences") of each tree, forest order
     trees: tuple[DraftTree, ...]
     forest: Forest
-    q: dict[int, torch.Tensor]  # forest node -> [V] float64 draft law (internal nodes only)
+    q: dict[float, dict[int, torch.Tensor]]  # draft temperature -> forest node -> [V] float64 law (internal nodes)
     forwards: int
-    q_ranked: dict[int, torch.Tensor] | None = None  # at T = 0: the untempered law ranked laws drew from
+    temperature: float  # the target's; a group's draft temperature is laws.draft_temperature's
 
     def q_of(self, t: int) -> dict[int, torch.Tensor]:
-        """The draft laws tree t's candidates were drawn from (laws.draft_temperature)."""
-        return self.q_ranked if self.q_ranked is not None and _ranked(self.groups[t]) else self.q
+        """The draft laws tree t's candidates were drawn from (at T = 0 a top-k law's are untempered)."""
+        return self.q[_draft_temperature(self.groups[t], self.temperature)]
 
     def rows(self, t: int, p_forest: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Tree t's p [N, V], q [N, V] (zero rows at leaves) and has_q [N] from the forest's rows."""
@@ -50,8 +50,12 @@ class ForestDraft:
         return p, q, has_q
 
 
-def _ranked(group: str) -> bool:
-    return group != SEQUENCES and laws.get(group).ranked
+def _law(group: str) -> str:
+    return "iid" if group == SEQUENCES else group
+
+
+def _draft_temperature(group: str, temperature: float) -> float:
+    return laws.draft_temperature(_law(group), temperature)
 
 
 class _Uniforms:
@@ -72,20 +76,19 @@ def draft_forest(draft: TreeLM, root_token: int, config: DecodeConfig, groups: l
     """Draft every group's tree (depth = config.tree_depth) in config.tree_depth draft forwards."""
     trees = [DraftTree.root(root_token) for _ in groups]
     slots: list[dict[int, tuple[int, ...]]] = [{0: ()} for _ in groups]
-    uniforms, q, f0 = _Uniforms(generator), {}, draft.forwards
-    ranked = {g: _ranked(g) and laws.draft_temperature(g, config.temperature) != config.temperature for g in groups}
-    q_ranked: dict[int, torch.Tensor] | None = {} if any(ranked.values()) else None
+    uniforms, f0 = _Uniforms(generator), draft.forwards
+    temperature_of = {g: _draft_temperature(g, config.temperature) for g in groups}
+    q: dict[float, dict[int, torch.Tensor]] = {t: {} for t in set(temperature_of.values())}
     for depth in range(config.tree_depth):
         forest = build_forest(trees)
         level = forest.tree.nodes_at_depth(depth)
         if not level:  # every node of the last level had no guess
             break
         guessing, logits = with_guess(level, draft.logits(forest.tree, level))  # [n, V]: the rest stay leaves
-        q.update(zip(guessing, warp(logits, config.temperature, config.top_k, config.top_p), strict=True))
-        if q_ranked is not None:  # T = 0 and a top-k law: its candidates are ranked by the untempered law
-            q_ranked.update(zip(guessing, warp(logits, 1.0, config.top_k, config.top_p), strict=True))
+        for temperature, laws_at in q.items():  # at T = 0 a top-k law ranks by the untempered law
+            laws_at.update(zip(guessing, warp(logits, temperature, config.top_k, config.top_p), strict=True))
         for t, group in enumerate(groups):
-            drawn_from = q_ranked if ranked[group] else q
+            drawn_from = q[temperature_of[group]]
             for node in trees[t].nodes_at_depth(depth):
                 if forest.maps[t][node] not in drawn_from:
                     continue
@@ -93,7 +96,7 @@ def draft_forest(draft: TreeLM, root_token: int, config: DecodeConfig, groups: l
                 trees[t] = _draw(trees[t], node, drawn_from[forest.maps[t][node]], group, u, slots[t])
     forest = build_forest(trees)
     draft.logits(forest.tree, [])  # no forward: the draft learns the leaves, for commit
-    return ForestDraft(tuple(groups), tuple(trees), forest, q, draft.forwards - f0, q_ranked)
+    return ForestDraft(tuple(groups), tuple(trees), forest, q, draft.forwards - f0, config.temperature)
 
 
 def _width(tree: DraftTree, node: int, depth: int, config: DecodeConfig) -> int:
@@ -106,8 +109,7 @@ def _draw(tree: DraftTree, node: int, q_node: torch.Tensor, group: str, u: list[
           slots: dict[int, tuple[int, ...]]) -> DraftTree:
     """Draw len(u) candidates at `node` with the group's law; new children get slot = parent's + (draw index,)."""
     k = len(u)
-    law = "iid" if group == SEQUENCES else group
-    tokens = crn.sample(law, q_node, k, u)
+    tokens = crn.sample(_law(group), q_node, k, u)
     before = len(tree)
     tree = tree.add_draws(node, tokens, merge=group == SEQUENCES)
     for i, child in enumerate(tree.draws[node]):

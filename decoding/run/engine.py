@@ -22,7 +22,7 @@ from decoding.run.config import Branching, DecodeConfig
 from decoding.run.drafting import draft_tree
 from decoding.run.schema import RunSummary, StepRecord, Trace
 from decoding.run.scored import ScoredTree
-from decoding.run.seen import Seen
+from decoding.run.seen import Seen, fixed_depth
 from decoding.verify.node_keys import NodeKeys
 from decoding.verify.sampling import draw, make_generator, warp
 from decoding.verify.step_law import expected_tokens
@@ -74,8 +74,7 @@ class Run:
         self.replaying = replaying  # re-running known steps (run/replay.py): no records, the state keeps its own
         self._theory_rows: dict[int, list[tuple[int, torch.Tensor, torch.Tensor]]] = {}
         self.chain_stats = adaptive.ChainStats()  # past steps only: what config.adaptive decides from
-        depth = 0 if config.adaptive or not config.drafting else config.tree_depth  # adaptive: the step's own
-        self.seen = Seen(greedy=config.temperature == 0, depth=depth)  # each filled step's exact acceptance, kept
+        self.seen = Seen(greedy=config.temperature == 0, depth=fixed_depth(config))  # each filled step's, kept
         self.entry = config.entry()  # with the parameters the config sets (fuzzy threshold)
         self._state = state
         self.generator = torch.Generator(device="cpu")

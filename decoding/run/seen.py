@@ -26,6 +26,11 @@ def top_k_rate(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
     return float(p[laws.top_order(q, k)].sum())
 
 
+def ranks_runner_up(q: torch.Tensor) -> bool:
+    """q [V] gives more than one token mass: its top-2 says something (a sampling law's q at T = 0 is one-hot)."""
+    return int((q > 0).sum()) > 1
+
+
 def node_acceptance(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
     """Exact P(accept) of k candidates at one node: sd for k = 1, rrs_wor (without replacement) above;
     a q with fewer than k tokens of support gives what its whole support gives."""
@@ -46,6 +51,17 @@ def no_guess(record, depth: int) -> list[tuple[int, float]]:
     return [(last.depth + 1, 0.0)] if last.depth < depth and not last.draws else []
 
 
+def misses(records, depth: int) -> list[tuple[int, float]]:
+    """no_guess over several steps' records."""
+    return [miss for record in records for miss in no_guess(record, depth)]
+
+
+def fixed_depth(config) -> int:
+    """The depth every step of a run drafts to, what no_guess measures against; 0 when it varies (adaptive) or
+    nothing is drafted."""
+    return 0 if config.adaptive or not config.drafting else config.tree_depth
+
+
 @dataclass
 class Seen:
     ones: list[tuple[int, float]] = field(default_factory=list)  # (depth of the candidates, A(1))
@@ -59,7 +75,7 @@ class Seen:
         for n, (visit, p, q) in enumerate(kept):
             a1 = rule(p, q, 1)
             self.ones.append((record.nodes[record.visits[visit].node].depth + 1, a1))
-            if (n < WIDE_PER_STEP and not self.greedy) or (self.greedy and int((q > 0).sum()) > 1):
+            if (n < WIDE_PER_STEP and not self.greedy) or (self.greedy and ranks_runner_up(q)):
                 self.wide.append((a1, rule(p, q, 2)))
         self.ones += no_guess(record, self.depth)
         del self.ones[:-MAX_LOGGED], self.wide[:-MAX_LOGGED]

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 
 import torch
 
-from decoding.run.seen import no_guess, node_acceptance, top_k_rate
+from decoding.run.seen import misses, node_acceptance, ranks_runner_up, top_k_rate
 from decoding.speed.chooser import AcceptanceTable
 
 SHRINK = 3  # pseudo-nodes of the depth above in a deeper depth's mean (a deep depth is seen on few nodes)
@@ -54,7 +54,7 @@ def table_from_rows(rows: Iterable[Row], widths: tuple[int, ...] = (1, 2), known
         chain.append((sum(seen) + SHRINK * prior) / (len(seen) + SHRINK) if chain else prior)
     rates = {1: tuple(chain)}
     if greedy:  # cheap: every row whose q ranks a runner-up
-        sample = [row for row in rows if int((row[2] > 0).sum()) > 1]
+        sample = [row for row in rows if ranks_runner_up(row[2])]
     else:
         sample = rows[:: max(1, len(rows) // SAMPLED)][:SAMPLED]
     for k in (w for w in widths if w > 1):
@@ -79,7 +79,7 @@ def known_from_records(records, depth: int = 0) -> list[tuple[int, float]]:
     stopped above `depth` for want of a guess (seen.no_guess)."""
     found = [(r.nodes[v.node].depth + 1, v.alpha_exact) for r in records if r.verifier in SD_AT_ONE
              for v in r.visits if len(v.candidates) == 1 and v.alpha_exact is not None and not v.alpha_stderr]
-    return found + [miss for r in records if r.verifier in SD_AT_ONE for miss in no_guess(r, depth)]
+    return found + misses([r for r in records if r.verifier in SD_AT_ONE], depth)
 
 
 def rows_of_record(record, kept: list[tuple[int, torch.Tensor, torch.Tensor]]) -> list[Row]:

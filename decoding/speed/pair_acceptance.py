@@ -22,7 +22,7 @@ from pathlib import Path
 from decoding.models import draft_head, embedded
 from decoding.run import engine
 from decoding.run.config import Branching, DecodeConfig
-from decoding.run.seen import no_guess
+from decoding.run.seen import misses
 from decoding.speed import acceptance, machine
 from decoding.speed.chooser import AcceptanceTable
 
@@ -48,7 +48,7 @@ def run_steps(pair, config: DecodeConfig, prompt: str) -> tuple[list, list[accep
     return steps, rows
 
 
-GREEDY_WIDTHS = SAMPLED_WIDTHS = (1, 2, 3, 4)  # a CPU's verify of 4-6 rows can cost what 2 or 3 cost
+WIDTHS = (1, 2, 3, 4)  # a CPU's verify of 4-6 rows can cost what 2 or 3 cost
 
 
 def chain(temperature: float, new_tokens: int = NEW_TOKENS, depth: int = DEPTH) -> DecodeConfig:
@@ -64,15 +64,13 @@ def measure(pair, prompts: tuple[str, ...]) -> tuple[dict[float, AcceptanceTable
     tables, runs = {}, []
     for temperature in TEMPERATURES:
         rows: list[acceptance.Row] = []
-        misses: list[tuple[int, float]] = []  # levels a step reached with no guess (prompt lookup): acceptance 0
+        missed: list[tuple[int, float]] = []  # levels a step reached with no guess (prompt lookup): acceptance 0
         for prompt in prompts:
             timed, got = run_steps(pair, chain(temperature), prompt)
             runs.append(timed)
             rows += got
-            misses += [miss for _, record in timed for miss in no_guess(record, DEPTH)]
-        greedy = temperature == 0
-        tables[temperature] = acceptance.table_from_rows(rows, GREEDY_WIDTHS if greedy else SAMPLED_WIDTHS,
-                                                         misses, greedy=greedy)
+            missed += misses([record for _, record in timed], DEPTH)
+        tables[temperature] = acceptance.table_from_rows(rows, WIDTHS, missed, greedy=temperature == 0)
     return tables, runs
 
 

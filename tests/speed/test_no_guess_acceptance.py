@@ -44,7 +44,7 @@ def test_the_measured_acceptance_counts_a_level_with_no_guess_as_a_miss(monkeypa
     tables, runs = pair_acceptance.measure(pair, prompts)
     misses = [m for timed in runs for _, r in timed for m in no_guess(r, pair_acceptance.DEPTH)]
     assert misses, "the toy draft should have had no guess after '.' at least once"
-    monkeypatch.setattr(pair_acceptance, "no_guess", lambda record, depth: [])
+    monkeypatch.setattr(pair_acceptance, "misses", lambda records, depth: [])
     without, _ = pair_acceptance.measure(pair, prompts)
     assert tables[0.8].rates[1][0] < without[0.8].rates[1][0]
     assert tables[0.8].nodes == without[0.8].nodes + len(misses)

@@ -59,8 +59,8 @@ def test_every_built_in_pair_ships_an_acceptance_for_its_current_key(kind):
     assert tables is not None, f"assets/speed/acceptance.json has no entry for {kind} under its current key: " \
                                f"python -m bench calibrate --pair {kind} --ship-acceptance"
     assert set(tables) == set(pair_acceptance.TEMPERATURES)
-    assert set(tables[0.8].rates) == set(pair_acceptance.SAMPLED_WIDTHS) == {1, 2, 3, 4}
-    assert set(tables[0.0].rates) == set(pair_acceptance.GREEDY_WIDTHS) == {1, 2, 3, 4}
+    assert set(tables[0.8].rates) == set(pair_acceptance.WIDTHS) == {1, 2, 3, 4}
+    assert set(tables[0.0].rates) == set(pair_acceptance.WIDTHS) == {1, 2, 3, 4}
 
 
 @pytest.mark.slow
@@ -72,5 +72,5 @@ def test_the_shipped_head_pair_acceptance_is_what_a_measurement_gives_now(monkey
     monkeypatch.setattr(pair_acceptance, "TEMPERATURES", (0.0,))
     tables, runs = pair_acceptance.measure(pair, prompts)
     assert len(runs) == len(prompts) and tables[0.0].nodes == shipped[0.0].nodes
-    for k in pair_acceptance.GREEDY_WIDTHS:  # the top-k rates of T = 0's trees
+    for k in pair_acceptance.WIDTHS:  # the top-k rates of T = 0's trees
         assert tables[0.0].rates[k] == pytest.approx(shipped[0.0].rates[k], abs=1e-6)
