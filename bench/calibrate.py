@@ -41,12 +41,13 @@ def _parser() -> argparse.ArgumentParser:
 
 def curve_table(cal) -> str:
     one_stock, one = cal.stock_costs.target_ms(1), cal.costs.target_ms(1)
-    lines = ["| rows | stock ms | x 1 row | with plan ms | x 1 row (planned) | x stock 1 row |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| rows | stock ms | x 1 row | with plan ms | x 1 row (planned) | x stock 1 row | run as |",
+             "|---|---|---|---|---|---|---|"]
     stock = dict(cal.stock_costs.target)  # measured at the plan's sizes only
     for n, after in cal.costs.target:
         before = f"{stock[n]:.1f} | {stock[n] / one_stock:.2f}" if n in stock else "- | -"
-        lines.append(f"| {n} | {before} | {after:.1f} | {after / one:.2f} | {after / one_stock:.2f} |")
+        lines.append(f"| {n} | {before} | {after:.1f} | {after / one:.2f} | {after / one_stock:.2f} | "
+                     f"{cal.pad.get(n, n)} |")
     return "\n".join(lines)
 
 
@@ -54,9 +55,8 @@ def product_table(cal) -> str:
     if not cal.products:
         return "(none to choose: the target is not the lean CPU one; the notes below say what runs it)"
     from decoding.speed.calibrate import DROP
-    from decoding.speed.products import describe
 
-    plan = describe(cal.plan)
+    plan = cal.products_words()
     methods = list(next(iter(cal.products.values())))
     lines = ["| rows | " + " | ".join(f"{m} ms" for m in methods) + " | chosen |", "|---" * (len(methods) + 2) + "|"]
     for n, by in sorted(cal.products.items()):

@@ -176,13 +176,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     from decoding.models.pairs import load_pair
-    from decoding.speed import calibrate, machine, products
+    from decoding.speed import calibrate, machine
 
     pair = load_pair(args.pair, device=args.device, progress=lambda m: print(m, file=sys.stderr))
     cal = calibrate.calibrated(pair, args.pair, progress=lambda m: print(f"calibrating: {m}", file=sys.stderr))
     print(f"`python -m bench predict {' '.join(argv or [])}`: {machine.cpu_model()}, {torch.get_num_threads()} "
           f"threads, torch {torch.__version__}, pair {args.pair}; calibration of {cal.when} "
-          f"({products.describe(cal.plan)}); {len(prompts)} prompts x {args.repeats} seeds, "
+          f"({cal.products_words()}); {len(prompts)} prompts x {args.repeats} seeds, "
           f"{args.max_new_tokens} new tokens\n")
     for t in temps:
         shapes = parse_shapes(args.shapes or DEFAULT_SHAPES[0.0 if t == 0 else None])

@@ -30,7 +30,7 @@ from decoding.run import engine, replay
 from decoding.run import recorder as recording
 from decoding.run.config import DecodeConfig
 from decoding.run.schema import StepRecord
-from decoding.speed import calibrate, machine, products
+from decoding.speed import calibrate, machine
 from ui.run_cache import Offer, RunCache
 from ui.session import PAIRS, Configured, Controls, Session
 
@@ -215,7 +215,7 @@ def calibrate_once(pair, kind: str, runs: RunCache | None = None) -> None:
     before = runs.activity if runs is not None else None
     cal = calibrate.calibrated(pair, kind, progress=lambda message: log.info("calibrating: %s", message))
     log.info("calibrated in %.1f s; target products: %s", cal.seconds,
-             products.describe(cal.plan) if cal.plan else "stock (no method beat it here)")
+             cal.products_words() if cal.plan or cal.pad else "stock (no method beat it here)")
     if runs is not None and runs.activity != before:
         machine.cache_file(key).unlink(missing_ok=True)
         log.warning("runs were stepped while the %s pair was calibrated, so its timings may be skewed: it is not "

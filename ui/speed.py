@@ -19,7 +19,7 @@ import gradio as gr
 from decoding.models.pairs import PLAN_KEY
 from decoding.run.config import Branching, DecodeConfig
 from decoding.run.seen import Seen, fixed_depth, misses
-from decoding.speed import acceptance, calibrate, chooser, pair_acceptance, products
+from decoding.speed import acceptance, calibrate, chooser, pair_acceptance
 from decoding.speed.calibrate import Calibration
 from ui import decode
 from ui.run_cache import RunCache
@@ -132,7 +132,7 @@ def _facts(cal: Calibration, table: chooser.AcceptanceTable, choice: chooser.Cho
     below = (speed_view.below_prediction(session.steps, run_predicted, mine.step_ms, measured, against)
              if run_predicted is not None else ())
     key = cal.key
-    plan = products.describe(cal.plan)
+    plan = cal.products_words()
     return speed_view.SpeedFacts(
         machine=f"{key['model']} ({key['device']}, {key['threads']} threads, torch {key['torch']})",
         stock=cal.stock_costs.target, planned=cal.costs.target, plan=plan, draft=cal.costs.draft,

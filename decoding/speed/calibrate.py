@@ -6,7 +6,8 @@ pair, machine.py, as a small JSON; `force` redoes it):
   build has, on every product of the lean target; the plan takes the fastest per row count (products.py);
 - the target forward for 1..32 rows (a chain fed on a cached context and committed, as a step does) with
   the plan alone on, every size timed again (the curve after; 1 row with more repeats; the curve before is
-  the stock method's at PLAN_ROWS);
+  the stock method's at PLAN_ROWS); then each small size that a larger one nearly matches timed run as that
+  one, zero rows added, against itself unpadded, the padding kept where it is faster (padded_curve);
 - the draft, per level of 1, 2 and 4 parents and a step's first level, and the rest of a step (warp, verify,
   commit) as a line in the tree's rows, from real engine steps (step_costs.py);
 - on an accelerator, 1.5 s of untimed forwards first (warm_up).
@@ -28,7 +29,7 @@ from pathlib import Path
 
 import torch
 
-from decoding.models.few_rows import apply_plan, available_products, plan_of, prepare_copies, release_copies
+from decoding.models.few_rows import apply_plan, available_products, pad_of, plan_of, prepare_copies, release_copies
 from decoding.models.target import score_tree
 from decoding.run import engine
 from decoding.run.config import DecodeConfig
@@ -39,7 +40,8 @@ from decoding.speed.pair_acceptance import run_steps  # noqa: F401  (bench predi
 from decoding.speed.step_costs import steps_and_acceptance
 from decoding.verify.tree import DraftTree
 
-CALIBRATION_VERSION = 4  # 2: the plan from whole forwards; 3: the rest per row; 4: T = 0 top-k acceptance
+CALIBRATION_VERSION = 5  # 2: the plan from whole forwards; 3: the rest per row; 4: T = 0 top-k acceptance;
+# 5: padding
 ROWS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)  # target forward sizes timed (a chain of 8 is 9 rows)
 PLAN_ROWS = (1, 2, 4, 8)  # sizes every product method is timed at (a plan's choice at 8 holds above it)
 FLAT_ROWS, STEEP = 16, 1.25  # sizes above FLAT_ROWS are timed only where FLAT_ROWS rows cost <= STEEP x one
@@ -72,12 +74,18 @@ class Calibration:
     seconds: float  # how long the calibration took (the pair already loaded)
     when: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
+    pad: dict[int, int] = field(default_factory=dict)  # rows -> rows run as (zero rows added), with the plan
+
+    def products_words(self) -> str:
+        """What computes the target's products, in words: the plan and its padding."""
+        return products.describe(self.plan, pad=self.pad)
 
     def to_json(self) -> str:
         return json.dumps({
             "version": CALIBRATION_VERSION, "key": self.key, "when": self.when, "seconds": round(self.seconds, 2),
             "costs": self.costs.to_dict(), "stock_costs": self.stock_costs.to_dict(),
             "plan": {str(r): m for r, m in sorted(self.plan.items())},
+            "pad": {str(r): b for r, b in sorted(self.pad.items())},
             "forward_ms_by_method": {str(r): {m: round(ms, 3) for m, ms in v.items()}
                                      for r, v in sorted(self.products.items())},
             "acceptance": {str(t): a.to_dict() for t, a in sorted(self.acceptance.items())},
@@ -96,6 +104,7 @@ class Calibration:
             products={int(r): {str(m): float(ms) for m, ms in v.items()} for r, v in d["forward_ms_by_method"].items()},
             acceptance={float(t): AcceptanceTable.from_dict(a) for t, a in d["acceptance"].items()},
             seconds=float(d["seconds"]), when=str(d.get("when", "")), notes=tuple(d.get("notes", ())),
+            pad={int(r): int(b) for r, b in d.get("pad", {}).items()},
         )
 
     def table(self, temperature: float) -> AcceptanceTable:
@@ -129,7 +138,7 @@ def calibrated(pair, pair_kind: str, *, force: bool = False, root: Path | None =
         save(cal, root)
     lean = lean_target_of(pair)
     if lean is not None:
-        apply_plan(lean, cal.plan)
+        apply_plan(lean, cal.plan, cal.pad)
     return cal
 
 
@@ -137,13 +146,13 @@ def apply_cached_plan(pair, pair_kind: str, root: Path | None = None) -> dict[in
     """Put this machine's cached product plan on the pair's lean target when a calibration of this pair on this
     machine is cached (what the app does each time it loads a pair: a user who calibrated once decodes with the
     faster products from the first Step); the plan put on, or None: nothing cached or no lean target (the
-    products stay as they are). Measures nothing; a no-op when the plan is on already."""
+    products stay as they are). Measures nothing; a no-op when the plan (and its padding) is on already."""
     lean = lean_target_of(pair)
     cal = load_cached(machine.machine_key(pair_kind, str(pair.device)), root) if lean is not None else None
     if cal is None:
         return None
-    if plan_of(lean) != cal.plan:
-        apply_plan(lean, cal.plan)
+    if plan_of(lean) != cal.plan or pad_of(lean) != cal.pad:
+        apply_plan(lean, cal.plan, cal.pad)
     return cal.plan
 
 
@@ -193,8 +202,10 @@ def measure(pair, key: dict, progress: Progress, *, root: Path | None = None, fr
     # timed here, read 34-35): good for ranking methods, biased for the curve
     progress(f"timing target forwards of 1 to {ROWS[-1]} rows with the plan")
     planned = target_curve(pair, prompt_ids, plan if lean is not None else None, forward=forward)
-    if lean is not None:
-        apply_plan(lean, plan)  # the drafted steps run with it
+    pad = {}
+    if lean is not None and lean.device.type == "cpu":
+        planned, pad = padded_curve(pair, prompt_ids, plan, planned, forward, progress)
+        apply_plan(lean, plan, pad)  # the drafted steps run with it
     stock = tuple((n, by["stock"]) for n, by in sorted(forward_ms.items())) or planned  # the curve before
     progress("drafted steps: draft cost and step overhead (and the acceptance, unless known for this pair)")
     draft, rest, tables, source = steps_and_acceptance(pair, key["pair"], prompts, root, fresh_acceptance)
@@ -202,15 +213,37 @@ def measure(pair, key: dict, progress: Progress, *, root: Path | None = None, fr
     costs = StepCosts(planned, draft.curve, *rest, draft_first=draft.first_extra)
     return Calibration(key, costs, StepCosts(stock, draft.curve, *rest, draft_first=draft.first_extra), plan,
                        forward_ms, tables,
-                       round(time.perf_counter() - t0, 2), time.strftime("%Y-%m-%d %H:%M:%S"), tuple(notes))
+                       round(time.perf_counter() - t0, 2), time.strftime("%Y-%m-%d %H:%M:%S"), tuple(notes), pad)
+
+
+def padded_curve(pair, prompt_ids: list[int], plan: dict[int, str], planned: tuple[tuple[int, float], ...],
+                 forward: _Forwards, progress: Progress, repeats: int = 3
+                 ) -> tuple[tuple[tuple[int, float], ...], dict[int, int]]:
+    """The curve with the padding that pays here, and that padding for every row count: each small size a
+    larger timed one nearly matches (products.pad_trials) is timed run as that one and unpadded, alternately
+    (`repeats` of each after one untimed pair: the machine's drift hits both alike), and the padding is kept
+    where its median is faster (products.kept_pads). A padded forward can cost less than the larger size
+    itself (attention and the norms see the real rows only), or no less than the unpadded one (noise read as
+    a dip, or another kernel)."""
+    tried = products.pad_trials(planned)
+    if not tried:
+        return planned, {}
+    progress(f"timing {', '.join(f'{n} rows run as {b}' for n, b in sorted(tried.items()))}, and unpadded")
+    timed = {}
+    for n, b in sorted(tried.items()):
+        pairs = [(forward(n, plan), forward(n, plan, {n: b})) for _ in range(repeats + 1)][1:]  # first untimed
+        timed[n] = (statistics.median(u for u, _ in pairs), statistics.median(p for _, p in pairs))
+    kept = products.kept_pads(tried, timed)
+    curve = tuple((n, timed[n][1] if n in kept else ms) for n, ms in planned)
+    return curve, products.expand_pads(kept, tuple(n for n, _ in planned))
 
 
 def target_curve(pair, prompt_ids: list[int], plan: dict[int, str] | None, rows: tuple[int, ...] | None = None,
-                 repeats: int = 3, known: dict[int, float] | None = None, forward: _Forwards | None = None
-                 ) -> tuple[tuple[int, float], ...]:
+                 repeats: int = 3, known: dict[int, float] | None = None, forward: _Forwards | None = None,
+                 pad: dict[int, int] | None = None) -> tuple[tuple[int, float], ...]:
     """(rows, median ms) of one target forward over a chain of `rows` nodes on a cached context, each followed
-    by the commit a step makes (root kept), with `plan` put on the lean target (None: the pair's forward as it
-    is). Sizes in `known` (times already taken with this plan) are not timed again, and sizes
+    by the commit a step makes (root kept), with `plan` (and `pad`) put on the lean target (None: the pair's
+    forward as it is). Sizes in `known` (times already taken with this plan) are not timed again, and sizes
     above FLAT_ROWS only while the curve is flat (on a 2-core CPU, 16 rows cost 1.4x one: timing 24 and 32 was
     0.55 s of a calibration that should take under 10 s, for trees no choice takes there). One size at
     a time, after one untimed call each: a run repeats one tree size, and MKL's packed products keep only a few
@@ -221,7 +254,7 @@ def target_curve(pair, prompt_ids: list[int], plan: dict[int, str] | None, rows:
         if n > FLAT_ROWS and _steep(curve):
             break  # no tree this large can pay on this curve: the chooser extends its last slope
         if n not in known:
-            times = [forward(n, plan) for _ in range(repeats + 1 + ONE_ROW_EXTRA * (n == 1))][1:]  # first untimed
+            times = [forward(n, plan, pad) for _ in range(repeats + 1 + ONE_ROW_EXTRA * (n == 1))][1:]  # 1st untimed
             curve[n] = statistics.median(times)
     return tuple(sorted(curve.items()))
 
@@ -279,9 +312,9 @@ class _Forwards:
         self.context = list(prompt_ids)
         self.target.start(self.context)
 
-    def __call__(self, n: int, plan: dict[int, str] | None) -> float:
+    def __call__(self, n: int, plan: dict[int, str] | None, pad: dict[int, int] | None = None) -> float:
         if plan is not None and self.lean is not None:
-            apply_plan(self.lean, plan)
+            apply_plan(self.lean, plan, pad)
         tree = DraftTree.root(self.context[-1])
         for j in range(n - 1):
             tree = tree.add_draws(j, [self.ids[j % len(self.ids)]], merge=False)  # valid ids

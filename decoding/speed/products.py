@@ -8,13 +8,27 @@ forward with each method on every product (`uniform`), and this module keeps, pe
 method that beats stock by MARGIN (a noisy machine should not trade the stock product for a tie), then
 extends the choice to every row count up to PLAN_ROWS_MAX (`expand`: a row count takes the choice of the
 largest measured size at or below it).
+
+Then padding (`pad_trials`, `kept_pads`): with the plan on, a forward of a few rows can cost more than one of a
+few more rows (a library's kernel choice: oneDNN's forward on a 2-core AMD EPYC VM took 34-42 / 41-43 / 32-34
+ms for 1 / 2 / 4 rows, and 30 / 31 ms for 1 / 2 rows run as 4, zero rows added: models/few_rows.py). So each
+timed size up to PADDED_ROWS_MAX is tried run as the cheapest larger timed size up to PLAN_ROWS[-1], where
+that one was timed at most PAD_TRY dearer (a padded forward costs less than the larger size itself: attention
+and the norms see the real rows only); the calibration times the tried forward against the unpadded one,
+alternately, and keeps a padding only where it is PAD_MARGIN faster, then extends it to the untimed row
+counts above it as `expand` does.
 """
 
 from __future__ import annotations
 
 from decoding.models.few_rows import PLAN_ROWS_MAX, describe_plan
+from decoding.run.costs import Curve
 
 MARGIN = 0.10  # a method must beat stock by 10 % to be chosen
+PAD_MARGIN = 0.05  # a row count is run as more rows only where that forward is timed 5 % faster
+PAD_TRY = 0.10  # ... and tried only where the larger size was timed at most 10 % dearer
+PADDED_ROWS_MAX = 4  # the row counts a padding is tried for (a tree a CPU chooses is small)
+PAD_TO_MAX = 8  # the largest size they are run as (the largest every method was compared at)
 
 
 def uniform(method: str) -> dict[int, str]:
@@ -44,6 +58,37 @@ def expand(chosen: dict[int, str], measured: tuple[int, ...], up_to: int = PLAN_
     return plan
 
 
-def describe(plan: dict[int, str], up_to: int = PLAN_ROWS_MAX) -> str:
-    """The plan in words, as row ranges: 'onednn for 1-64 rows', 'numpy for 1 row; stock for 2-64 rows'."""
-    return describe_plan(plan, up_to)
+def pad_trials(curve: Curve, up_to: int = PADDED_ROWS_MAX, slack: float = PAD_TRY) -> dict[int, int]:
+    """Timed size (up to `up_to`) -> the cheapest larger timed size up to PAD_TO_MAX, where that one was timed
+    at most `slack` dearer: the paddings worth timing."""
+    out = {}
+    for n, ms in curve:
+        larger = [(b_ms, b) for b, b_ms in curve if n < b <= PAD_TO_MAX]
+        if n <= up_to and larger and min(larger)[0] <= (1 + slack) * ms:
+            out[n] = min(larger)[1]
+    return out
+
+
+def kept_pads(tried: dict[int, int], timed: dict[int, tuple[float, float]], margin: float = PAD_MARGIN
+              ) -> dict[int, int]:
+    """The tried paddings whose forward was timed `margin` faster than the unpadded one (`timed`: size ->
+    (unpadded ms, padded ms), timed alternately)."""
+    return {n: b for n, b in tried.items() if n in timed and timed[n][1] < (1 - margin) * timed[n][0]}
+
+
+def expand_pads(pad: dict[int, int], measured: tuple[int, ...], up_to: int = PLAN_ROWS_MAX) -> dict[int, int]:
+    """The padding for every row count 1..up_to: each takes the padding of the largest measured size <= it,
+    where it is still smaller than the size that one runs as."""
+    sizes = sorted(measured)
+    out = {}
+    for n in range(1, up_to + 1):
+        at = max((s for s in sizes if s <= n), default=sizes[0])
+        if at in pad and n < pad[at]:
+            out[n] = pad[at]
+    return out
+
+
+def describe(plan: dict[int, str], up_to: int = PLAN_ROWS_MAX, pad: dict[int, int] | None = None) -> str:
+    """The plan in words, as row ranges: 'onednn for 1-64 rows', 'numpy for 1 row; stock for 2-64 rows', and
+    its padding ('1-2 rows run as 4')."""
+    return describe_plan(plan, up_to, pad)

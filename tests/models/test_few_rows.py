@@ -129,3 +129,67 @@ def test_a_pair_describes_the_product_plan_its_p_is_computed_with(tiny, tiny_mat
     finally:
         apply_plan(lean, {})
     assert "products" not in pair.describe() and few_rows.plan_words(tiny) is None  # not a lean target
+
+
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("method", sorted(PRODUCTS))
+def test_a_row_count_run_as_more_rows_gives_the_same_product(method, bias):
+    """Padding: 1 and 2 rows run as 4, 3 as 6 (zero rows added, their products dropped)."""
+    torch.manual_seed(1)
+    linear = torch.nn.Linear(48, 1000, bias=bias)
+    proj = PlannedProjection(PackedProjection(linear), {n: method for n in range(1, 9)}, pad={1: 4, 2: 4, 3: 6})
+    for rows in (1, 2, 3, 5):
+        x = torch.randn(1, rows, 48)  # [1, rows, in]
+        with torch.inference_mode():
+            got = proj(x)
+            want = torch.nn.functional.linear(x, linear.weight, linear.bias)
+        assert got.shape == want.shape == (1, rows, 1000)
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_padded_lean_target_gives_the_targets_logits(tiny):
+    lean = lean_target.LeanFloatLlama(tiny)
+    pad = {n: 8 for n in range(1, 8)}
+    apply_plan(lean, {}, pad)  # stock products, every row count below 8 run as 8
+    try:
+        assert isinstance(lean.head, PlannedProjection) and few_rows.pad_of(lean) == pad
+        assert few_rows.plan_words(lean) == "stock for 1-64 rows; 1-7 rows run as 8"
+        assert_same_forward(tiny, lean, seed=3, tol=1e-5, during=packed_products)
+    finally:
+        apply_plan(lean, {})
+    assert lean.head is tiny.lm_head.forward and few_rows.pad_of(lean) == {}
+
+
+@pytest.mark.parametrize("pad", [{2: 2}, {3: 1}, {1: few_rows.PLAN_ROWS_MAX + 1}, {0: 4}])
+def test_a_padding_that_does_not_add_rows_is_refused(pad):
+    with pytest.raises(ValueError, match="runs a row count as more rows"):
+        PlannedProjection(PackedProjection(torch.nn.Linear(4, 4)), {}, pad)
+
+
+def test_the_plan_in_words_names_its_padding():
+    assert products.describe({n: "onednn" for n in range(1, 65)}, pad={1: 4, 2: 4, 3: 6, 5: 6}) == (
+        "onednn for 1-64 rows; 1-2 rows run as 4; 3 rows run as 6; 5 rows run as 6")
+    assert products.describe({1: "numpy"}, up_to=3) == "numpy for 1 row; stock for 2-3 rows"
+
+
+# Two target curves measured with the plan on (ms of one forward by rows; AMD EPYC, 2 cores, torch 2.13):
+TWO_THREADS = ((1, 35.3), (2, 40.3), (3, 33.2), (4, 33.7), (6, 33.4), (8, 38.3), (12, 40.7), (16, 46.4))
+ONE_THREAD = ((1, 39.1), (2, 67.9), (3, 53.0), (4, 51.7), (6, 48.7), (8, 59.1), (12, 85.3), (16, 82.2))
+
+
+def test_a_small_size_is_tried_run_as_the_cheapest_larger_size_where_that_one_is_at_most_ten_percent_dearer():
+    assert products.pad_trials(TWO_THREADS) == {1: 3, 2: 3, 3: 6, 4: 6}
+    assert products.pad_trials(ONE_THREAD) == {2: 6, 3: 6, 4: 6}  # numpy's one row: 6 rows 25 % dearer
+    assert products.pad_trials(ONE_THREAD, up_to=16) == {2: 6, 3: 6, 4: 6}  # 12 rows: never run as more than 8
+    rising = ((1, 30.0), (2, 34.0), (3, 38.0), (4, 45.0), (8, 80.0))
+    assert products.pad_trials(rising) == {} and products.pad_trials(rising, slack=0.2) == {1: 2, 2: 3, 3: 4}
+
+
+def test_a_padding_is_kept_where_its_own_timing_is_five_percent_faster_and_extends_to_the_rows_above():
+    tried = products.pad_trials(ONE_THREAD)
+    timed = {2: (66.0, 49.0), 3: (53.0, 51.0), 4: (51.0, 48.0)}  # 3 rows run as 6: 4 % faster, within the margin
+    kept = products.kept_pads(tried, timed)
+    assert kept == {2: 6, 4: 6}
+    sizes = tuple(n for n, _ in ONE_THREAD)
+    assert products.expand_pads(kept, sizes, up_to=16) == {2: 6, 4: 6, 5: 6}  # 5 takes 4's, up to 6
+    assert products.expand_pads({1: 3, 2: 3}, (1, 2, 3, 4), up_to=8) == {1: 3, 2: 3}

@@ -84,7 +84,8 @@ def test_the_fastest_configuration_is_plain_greedy_too(pair, reference):
 
 def test_fastest_with_every_few_row_product_is_plain_greedy_too(pair, reference):
     """The product plan (models/few_rows.py) on every product of the lean target, non-stock methods on
-    alternate row counts: still the target's greedy output (p is the same product up to rounding). numpy's
+    alternate row counts and small row counts run as larger ones (zero rows added): still the target's greedy
+    output (p is the same product up to rounding). numpy's
     products are checked on a tiny model (tests/models/test_few_rows.py): on the real one its spinning
     threads make a forward several times slower on a 2-core machine."""
     from decoding.models.few_rows import PlannedProjection, apply_plan, available_products
@@ -94,9 +95,9 @@ def test_fastest_with_every_few_row_product_is_plain_greedy_too(pair, reference)
     fastest = models.load_pair(kind)
     lean = lean_target_of(fastest)
     methods = [m for m in available_products() if m not in ("stock", "numpy")]
-    apply_plan(lean, {n: methods[n % len(methods)] for n in range(1, 10)})
+    apply_plan(lean, {n: methods[n % len(methods)] for n in range(1, 10)}, pad={1: 4, 2: 4, 3: 6, 5: 8})
     try:
-        assert isinstance(lean.head, PlannedProjection)
+        assert isinstance(lean.head, PlannedProjection) and lean.head.pad == {1: 4, 2: 4, 3: 6, 5: 8}
         assert_greedy_matches(fastest, config.with_(max_new_tokens=NEW_TOKENS), reference, "FASTEST, planned")
     finally:
         apply_plan(lean, {})

@@ -46,7 +46,10 @@ def test_the_cached_plan_goes_on_once_and_another_keys_calibration_changes_nothi
     assert calibrate.apply_cached_plan(pair, "custom", tmp_path) == PLAN
     head = lean.head
     assert few_rows.plan_of(lean) == PLAN and isinstance(head, few_rows.PlannedProjection)
+    assert few_rows.pad_of(lean) == {1: 4, 2: 4}  # its padding too
     assert calibrate.apply_cached_plan(pair, "custom", tmp_path) == PLAN and lean.head is head  # on already
+    calibrate.save(replace(sample(machine.machine_key("custom", "cpu")), plan=PLAN, pad={1: 3}), tmp_path)
+    assert calibrate.apply_cached_plan(pair, "custom", tmp_path) == PLAN and few_rows.pad_of(lean) == {1: 3}
 
 
 def test_the_app_loads_a_pair_with_this_machines_cached_plan(lean_pair, tiny_matching_folders, tmp_path,
@@ -62,7 +65,8 @@ def test_the_app_loads_a_pair_with_this_machines_cached_plan(lean_pair, tiny_mat
     assert decode.load(controls, None) is pair and few_rows.plan_of(lean) == {}
     calibrate.save(replace(sample(machine.machine_key("custom", str(pair.device))), plan=PLAN))
     assert decode.load(controls, None) is pair and few_rows.plan_of(lean) == PLAN
-    assert pair.describe()["products"] == "split for 1-2 rows; stock for 3-64 rows"  # what its traces record
+    assert pair.describe()["products"] == (  # what its traces record
+        "split for 1-2 rows; stock for 3-64 rows; 1-2 rows run as 4")
 
 
 def test_the_first_start_on_a_machine_calibrates_the_preloaded_pair_once(lean_pair, tmp_path, monkeypatch):

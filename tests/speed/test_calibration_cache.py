@@ -20,7 +20,7 @@ def sample(key: dict) -> calibrate.Calibration:
         key=key, costs=COSTS, stock_costs=StepCosts(((1, 40.0), (3, 80.0)), ((1, 3.0),), 1.5),
         plan={1: "numpy", 3: "split"}, products={1: {"stock": 12.5, "numpy": 4.5, "split": 11.0}},
         acceptance={0.0: AcceptanceTable({1: (0.6, 0.5)}, 12), 0.8: AcceptanceTable({1: (0.5,), 2: (0.66,)}, 9)},
-        seconds=4.2, when="2026-11-25 21:00:00", notes=("a note",))
+        seconds=4.2, when="2026-11-25 21:00:00", notes=("a note",), pad={1: 4, 2: 4})
 
 
 def test_the_json_round_trips_and_is_readable(tmp_path):
@@ -30,7 +30,7 @@ def test_the_json_round_trips_and_is_readable(tmp_path):
     assert path.parent == tmp_path / "speed" and path.suffix == ".json"
     plain = json.loads(path.read_text())
     assert plain["key"]["model"] == machine.cpu_model() and plain["plan"] == {"1": "numpy", "3": "split"}
-    assert plain["costs"]["target"] == [[1, 30.0], [3, 60.0], [8, 90.0]]
+    assert plain["costs"]["target"] == [[1, 30.0], [3, 60.0], [8, 90.0]] and plain["pad"] == {"1": 4, "2": 4}
     assert calibrate.load_cached(key, tmp_path) == cal
 
 
@@ -95,7 +95,7 @@ def fake_forwards(monkeypatch, ms) -> list:
         def __init__(self, pair, prompt_ids):
             pass
 
-        def __call__(self, n, plan):
+        def __call__(self, n, plan, pad=None):
             calls.append((n, plan))
             return ms(n, plan, calls)
 
@@ -155,3 +155,28 @@ def test_a_cold_accelerators_first_forwards_stay_out_of_the_curve(monkeypatch):
     assert made > 25 and made % 4 == 0
     curve = calibrate.target_curve(None, [1], None, rows=(1, 2, 4, 8), forward=forward)
     assert curve == tuple((n, pytest.approx(warm(n))) for n in (1, 2, 4, 8))
+
+
+def test_the_calibration_keeps_the_padding_its_padded_forwards_confirm(monkeypatch):
+    """padded_curve on synthetic forwards (ms by rows and the padding on): 2 and 4 rows run as 6 cost 2 ms less
+    than 6 rows (attention and the norms see the real rows only), so they are kept and the curve reads the
+    padded times; 3 rows run as 6 are timed slower than 3 rows (a kernel's choice seen once), so 3 rows stay
+    unpadded; 1 row (numpy's, the cheapest by far) is not tried. Each trial alternates the unpadded and the
+    padded forward, so a drift of the machine hits both alike: here every call costs 0.1 ms more than the last."""
+    from tests.models.test_few_rows import ONE_THREAD
+
+    unpadded, calls = dict(ONE_THREAD), []
+
+    class Fake:
+        def __call__(self, n, plan, pad=None):
+            calls.append((n, dict(pad or {})))
+            run_as = (pad or {}).get(n, n)
+            extra = 0.0 if run_as == n else (8.0 if n == 3 else -2.0)
+            return unpadded[run_as] + extra + 0.1 * len(calls)
+
+    curve, pad = calibrate.padded_curve(None, [1], {}, ONE_THREAD, Fake(), lambda _: None, repeats=3)
+    assert [n for n, _ in calls] == [2] * 8 + [3] * 8 + [4] * 8
+    assert [p for _, p in calls[:4]] == [{}, {2: 6}, {}, {2: 6}]  # alternately
+    assert dict(curve)[2] == pytest.approx(48.7 - 2.0 + 0.6) and dict(curve)[4] == pytest.approx(48.7 - 2.0 + 2.2)
+    assert dict(curve)[3] == 53.0 and dict(curve)[1] == 39.1  # not padded: the times before
+    assert pad == {2: 6, 4: 6, 5: 6}
