@@ -203,8 +203,9 @@ def measure(pair, key: dict, progress: Progress, *, root: Path | None = None, fr
     progress(f"timing target forwards of 1 to {ROWS[-1]} rows with the plan")
     planned = target_curve(pair, prompt_ids, plan if lean is not None else None, forward=forward)
     pad = {}
-    if lean is not None and lean.device.type == "cpu":
-        planned, pad = padded_curve(pair, prompt_ids, plan, planned, forward, progress)
+    if lean is not None:
+        if lean.device.type == "cpu":
+            planned, pad = padded_curve(plan, planned, forward, progress)
         apply_plan(lean, plan, pad)  # the drafted steps run with it
     stock = tuple((n, by["stock"]) for n, by in sorted(forward_ms.items())) or planned  # the curve before
     progress("drafted steps: draft cost and step overhead (and the acceptance, unless known for this pair)")
@@ -216,9 +217,8 @@ def measure(pair, key: dict, progress: Progress, *, root: Path | None = None, fr
                        round(time.perf_counter() - t0, 2), time.strftime("%Y-%m-%d %H:%M:%S"), tuple(notes), pad)
 
 
-def padded_curve(pair, prompt_ids: list[int], plan: dict[int, str], planned: tuple[tuple[int, float], ...],
-                 forward: _Forwards, progress: Progress, repeats: int = 3
-                 ) -> tuple[tuple[tuple[int, float], ...], dict[int, int]]:
+def padded_curve(plan: dict[int, str], planned: tuple[tuple[int, float], ...], forward: _Forwards,
+                 progress: Progress, repeats: int = 3) -> tuple[tuple[tuple[int, float], ...], dict[int, int]]:
     """The curve with the padding that pays here, and that padding for every row count: each small size a
     larger timed one nearly matches (products.pad_trials) is timed run as that one and unpadded, alternately
     (`repeats` of each after one untimed pair: the machine's drift hits both alike), and the padding is kept

@@ -174,7 +174,7 @@ def test_the_calibration_keeps_the_padding_its_padded_forwards_confirm(monkeypat
             extra = 0.0 if run_as == n else (8.0 if n == 3 else -2.0)
             return unpadded[run_as] + extra + 0.1 * len(calls)
 
-    curve, pad = calibrate.padded_curve(None, [1], {}, ONE_THREAD, Fake(), lambda _: None, repeats=3)
+    curve, pad = calibrate.padded_curve({}, ONE_THREAD, Fake(), lambda _: None, repeats=3)
     assert [n for n, _ in calls] == [2] * 8 + [3] * 8 + [4] * 8
     assert [p for _, p in calls[:4]] == [{}, {2: 6}, {}, {2: 6}]  # alternately
     assert dict(curve)[2] == pytest.approx(48.7 - 2.0 + 0.6) and dict(curve)[4] == pytest.approx(48.7 - 2.0 + 2.2)
