@@ -51,6 +51,14 @@ def curve_table(cal) -> str:
     return "\n".join(lines)
 
 
+def pad_trials_line(cal) -> str:
+    """The paddings tried, as timed: 'padding (median ms unpadded -> run as more rows, alternately): 1 row as
+    4: 35.6 -> 32.2 (kept); ...'."""
+    words = [f"{n} row{'s' * (n > 1)} as {t.run_as}: {t.unpadded_ms:.1f} -> {t.padded_ms:.1f} "
+             f"({'kept' if t.kept else 'not 5 % faster: unpadded'})" for n, t in sorted(cal.pad_trials.items())]
+    return "padding (median ms unpadded -> run as more rows, timed alternately): " + "; ".join(words)
+
+
 def product_table(cal) -> str:
     if not cal.products:
         return "(none to choose: the target is not the lean CPU one; the notes below say what runs it)"
@@ -148,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     print("target forward by product method (every product of the lean target), median ms:\n"
           + product_table(cal) + "\n")
     print("target forward, N rows on a cached context (median ms):\n" + curve_table(cal) + "\n")
+    if cal.pad_trials:
+        print(pad_trials_line(cal) + "\n")
     print("\n".join(cal.notes) + "\n")
     draft = ", ".join(f"{n} rows {ms:.1f} ms" for n, ms in cal.costs.draft)
     print(f"draft, one level: {draft}; a step's first level {cal.costs.draft_first:+.1f} ms (the draft catching "

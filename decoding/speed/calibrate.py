@@ -64,6 +64,16 @@ def prompts_for(pair_kind: str) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
+class PadTrial:
+    """A timed size run as `run_as` rows against itself unpadded, alternately: the medians, in ms."""
+
+    run_as: int
+    unpadded_ms: float
+    padded_ms: float
+    kept: bool
+
+
+@dataclass(frozen=True)
 class Calibration:
     key: dict
     costs: StepCosts  # with the chosen product plan
@@ -75,6 +85,7 @@ class Calibration:
     when: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
     pad: dict[int, int] = field(default_factory=dict)  # rows -> rows run as (zero rows added), with the plan
+    pad_trials: dict[int, PadTrial] = field(default_factory=dict)  # timed size -> its padding's trial
 
     def products_words(self) -> str:
         """What computes the target's products, in words: the plan and its padding."""
@@ -86,6 +97,9 @@ class Calibration:
             "costs": self.costs.to_dict(), "stock_costs": self.stock_costs.to_dict(),
             "plan": {str(r): m for r, m in sorted(self.plan.items())},
             "pad": {str(r): b for r, b in sorted(self.pad.items())},
+            "pad_trials": {str(r): {"run_as": t.run_as, "unpadded_ms": round(t.unpadded_ms, 3),
+                                    "padded_ms": round(t.padded_ms, 3), "kept": t.kept}
+                           for r, t in sorted(self.pad_trials.items())},
             "forward_ms_by_method": {str(r): {m: round(ms, 3) for m, ms in v.items()}
                                      for r, v in sorted(self.products.items())},
             "acceptance": {str(t): a.to_dict() for t, a in sorted(self.acceptance.items())},
@@ -105,6 +119,8 @@ class Calibration:
             acceptance={float(t): AcceptanceTable.from_dict(a) for t, a in d["acceptance"].items()},
             seconds=float(d["seconds"]), when=str(d.get("when", "")), notes=tuple(d.get("notes", ())),
             pad={int(r): int(b) for r, b in d.get("pad", {}).items()},
+            pad_trials={int(r): PadTrial(int(t["run_as"]), float(t["unpadded_ms"]), float(t["padded_ms"]),
+                                         bool(t["kept"])) for r, t in d.get("pad_trials", {}).items()},
         )
 
     def table(self, temperature: float) -> AcceptanceTable:
@@ -202,10 +218,10 @@ def measure(pair, key: dict, progress: Progress, *, root: Path | None = None, fr
     # timed here, read 34-35): good for ranking methods, biased for the curve
     progress(f"timing target forwards of 1 to {ROWS[-1]} rows with the plan")
     planned = target_curve(pair, prompt_ids, plan if lean is not None else None, forward=forward)
-    pad = {}
+    pad, trials = {}, {}
     if lean is not None:
         if lean.device.type == "cpu":
-            planned, pad = padded_curve(plan, planned, forward, progress)
+            planned, pad, trials = padded_curve(plan, planned, forward, progress)
         apply_plan(lean, plan, pad)  # the drafted steps run with it
     stock = tuple((n, by["stock"]) for n, by in sorted(forward_ms.items())) or planned  # the curve before
     progress("drafted steps: draft cost and step overhead (and the acceptance, unless known for this pair)")
@@ -213,21 +229,22 @@ def measure(pair, key: dict, progress: Progress, *, root: Path | None = None, fr
     notes.append(f"acceptance: {source}")
     costs = StepCosts(planned, draft.curve, *rest, draft_first=draft.first_extra)
     return Calibration(key, costs, StepCosts(stock, draft.curve, *rest, draft_first=draft.first_extra), plan,
-                       forward_ms, tables,
-                       round(time.perf_counter() - t0, 2), time.strftime("%Y-%m-%d %H:%M:%S"), tuple(notes), pad)
+                       forward_ms, tables, round(time.perf_counter() - t0, 2), time.strftime("%Y-%m-%d %H:%M:%S"),
+                       tuple(notes), pad, trials)
 
 
 def padded_curve(plan: dict[int, str], planned: tuple[tuple[int, float], ...], forward: _Forwards,
-                 progress: Progress, repeats: int = 3) -> tuple[tuple[tuple[int, float], ...], dict[int, int]]:
+                 progress: Progress, repeats: int = 3
+                 ) -> tuple[tuple[tuple[int, float], ...], dict[int, int], dict[int, PadTrial]]:
     """The curve with the padding that pays here, and that padding for every row count: each small size a
     larger timed one nearly matches (products.pad_trials) is timed run as that one and unpadded, alternately
     (`repeats` of each after one untimed pair: the machine's drift hits both alike), and the padding is kept
     where its median is faster (products.kept_pads). A padded forward can cost less than the larger size
     itself (attention and the norms see the real rows only), or no less than the unpadded one (noise read as
-    a dip, or another kernel)."""
+    a dip, or another kernel). Also each trial, for the reader."""
     tried = products.pad_trials(planned)
     if not tried:
-        return planned, {}
+        return planned, {}, {}
     progress(f"timing {', '.join(f'{n} rows run as {b}' for n, b in sorted(tried.items()))}, and unpadded")
     timed = {}
     for n, b in sorted(tried.items()):
@@ -235,7 +252,8 @@ def padded_curve(plan: dict[int, str], planned: tuple[tuple[int, float], ...], f
         timed[n] = (statistics.median(u for u, _ in pairs), statistics.median(p for _, p in pairs))
     kept = products.kept_pads(tried, timed)
     curve = tuple((n, timed[n][1] if n in kept else ms) for n, ms in planned)
-    return curve, products.expand_pads(kept, tuple(n for n, _ in planned))
+    trials = {n: PadTrial(b, *timed[n], n in kept) for n, b in tried.items()}
+    return curve, products.expand_pads(kept, tuple(n for n, _ in planned)), trials
 
 
 def target_curve(pair, prompt_ids: list[int], plan: dict[int, str] | None, rows: tuple[int, ...] | None = None,

@@ -37,3 +37,11 @@ def test_the_generate_line_compares_transformers_forward_with_the_calibrated_one
 
     line = bench_calibrate.generate_line(pair, Cal())
     assert f"{calibrated_ms:.1f} ms" in line and verdict in line
+
+
+def test_the_padding_line_says_each_trial_as_timed_and_whether_it_was_kept():
+    from decoding.speed import machine
+    from tests.speed.test_calibration_cache import sample
+
+    line = bench_calibrate.pad_trials_line(sample(machine.machine_key("embedded-head", "cpu")))
+    assert line.endswith("1 row as 4: 35.5 -> 32.0 (kept); 3 rows as 6: 33.0 -> 33.5 (not 5 % faster: unpadded)")

@@ -20,7 +20,8 @@ def sample(key: dict) -> calibrate.Calibration:
         key=key, costs=COSTS, stock_costs=StepCosts(((1, 40.0), (3, 80.0)), ((1, 3.0),), 1.5),
         plan={1: "numpy", 3: "split"}, products={1: {"stock": 12.5, "numpy": 4.5, "split": 11.0}},
         acceptance={0.0: AcceptanceTable({1: (0.6, 0.5)}, 12), 0.8: AcceptanceTable({1: (0.5,), 2: (0.66,)}, 9)},
-        seconds=4.2, when="2026-11-25 21:00:00", notes=("a note",), pad={1: 4, 2: 4})
+        seconds=4.2, when="2026-11-25 21:00:00", notes=("a note",), pad={1: 4, 2: 4},
+        pad_trials={1: calibrate.PadTrial(4, 35.5, 32.0, True), 3: calibrate.PadTrial(6, 33.0, 33.5, False)})
 
 
 def test_the_json_round_trips_and_is_readable(tmp_path):
@@ -174,9 +175,11 @@ def test_the_calibration_keeps_the_padding_its_padded_forwards_confirm(monkeypat
             extra = 0.0 if run_as == n else (8.0 if n == 3 else -2.0)
             return unpadded[run_as] + extra + 0.1 * len(calls)
 
-    curve, pad = calibrate.padded_curve({}, ONE_THREAD, Fake(), lambda _: None, repeats=3)
+    curve, pad, trials = calibrate.padded_curve({}, ONE_THREAD, Fake(), lambda _: None, repeats=3)
     assert [n for n, _ in calls] == [2] * 8 + [3] * 8 + [4] * 8
     assert [p for _, p in calls[:4]] == [{}, {2: 6}, {}, {2: 6}]  # alternately
     assert dict(curve)[2] == pytest.approx(48.7 - 2.0 + 0.6) and dict(curve)[4] == pytest.approx(48.7 - 2.0 + 2.2)
     assert dict(curve)[3] == 53.0 and dict(curve)[1] == 39.1  # not padded: the times before
     assert pad == {2: 6, 4: 6, 5: 6}
+    assert {n: (t.run_as, t.kept) for n, t in trials.items()} == {2: (6, True), 3: (6, False), 4: (6, True)}
+    assert trials[3].padded_ms > trials[3].unpadded_ms  # what the bench prints, as timed
