@@ -37,8 +37,9 @@ for each small product), so 3 rows can cost twice one row. Each drafted token mu
 enough to pay for its row and its draft forward; when it is not, the fastest choice is no draft at all.
 - **So the calibration** times each way of multiplying this torch build has (MKL, oneDNN on weights laid out \
 once, numpy's BLAS) and keeps the fastest per row count: where one of them reads the weights once for a few \
-rows, the CPU's curve turns flat like a GPU's. The chooser then does the arithmetic with this machine's \
-measured costs and this run's exact acceptance.
+rows, the CPU's curve turns flat like a GPU's. Where a library's kernel for a few rows is slower than its \
+kernel for a few more, those rows run as the more, zero rows added ("1-2 rows run as 4"). The chooser then does \
+the arithmetic with this machine's measured costs and this run's exact acceptance.
 """
 
 
