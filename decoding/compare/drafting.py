@@ -92,17 +92,18 @@ def draft_forest(draft: TreeLM, root_token: int, config: DecodeConfig, groups: l
             for node in trees[t].nodes_at_depth(depth):
                 if forest.maps[t][node] not in drawn_from:
                     continue
-                u = uniforms.at(slots[t][node], _width(trees[t], node, depth, config))
-                trees[t] = _draw(trees[t], node, drawn_from[forest.maps[t][node]], group, u, slots[t])
+                q_node = drawn_from[forest.maps[t][node]]
+                u = uniforms.at(slots[t][node], _width(trees[t], node, depth, config, q_node, group))
+                trees[t] = _draw(trees[t], node, q_node, group, u, slots[t])
     forest = build_forest(trees)
     draft.logits(forest.tree, [])  # no forward: the draft learns the leaves, for commit
     return ForestDraft(tuple(groups), tuple(trees), forest, q, draft.forwards - f0, config.temperature)
 
 
-def _width(tree: DraftTree, node: int, depth: int, config: DecodeConfig) -> int:
+def _width(tree: DraftTree, node: int, depth: int, config: DecodeConfig, q_node: torch.Tensor, group: str) -> int:
     if config.sequences:
         return config.sequences if node == 0 else tree.draws[tree.parents[node]].count(node)
-    return config.branching[depth]
+    return laws.get(_law(group)).width(q_node, config.branching[depth])  # a distinct law: within q's support
 
 
 def _draw(tree: DraftTree, node: int, q_node: torch.Tensor, group: str, u: list[float],

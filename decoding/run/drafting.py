@@ -83,5 +83,5 @@ def _draw_at(tree: DraftTree, node: int, q_node: torch.Tensor, depth: int, confi
     if isinstance(config.shape, Sequences):
         m = config.shape.k if node == 0 else tree.draws[tree.parents[node]].count(node)
         return tree.add_draws(node, laws.IID_LAW.sample(q_node, m, generator), merge=True)
-    tokens = entry.sample(q_node, config.shape.levels[depth], generator)
+    tokens = entry.sample(q_node, entry.law.width(q_node, config.shape.levels[depth]), generator)
     return tree.add_draws(node, tokens, merge=False)

@@ -61,6 +61,15 @@ def excluding_weights(q: torch.Tensor, excluded: list[int]) -> torch.Tensor:
     return w
 
 
+def within_support(q: torch.Tensor, k: int) -> int:
+    """min(k, the number of tokens q gives positive probability), at least 1: the width of a node whose law draws
+    distinct tokens. Past q's support such a law draws tokens q calls impossible: a one-hot row (prompt lookup's
+    guess) drew <|endoftext|> and <|im_start|> as a top-3's runners-up, and a without-replacement draw a token
+    uniform over the vocabulary. Each is a row of the verify that no verifier can accept above T = 0 and only
+    by chance at T = 0, and a node drawn from fewer candidates is verified exactly as the law with that k."""
+    return max(1, min(k, int((q > 0).sum())))
+
+
 def _draw_excluding(q: torch.Tensor, excluded: list[int], generator: torch.Generator) -> int:
     """x ~ q restricted to tokens not in `excluded`; uniform over them when that mass is 0."""
     return draw(excluding_weights(q, excluded), generator)
@@ -117,6 +126,11 @@ class Law:
 
     def __repr__(self) -> str:
         return f"laws.get({self.name!r})"
+
+    def width(self, q: torch.Tensor, k: int) -> int:
+        """How many candidates a node asks this law for when its shape says k: k. A law that draws distinct
+        tokens asks for at most q's support (`within_support`)."""
+        return k
 
     def check_k(self, q: torch.Tensor, k: int) -> None:
         """Refuse a candidate count the law cannot produce, with a readable message."""
@@ -194,6 +208,9 @@ class WithoutReplacement(Law):
 
     name = "without_replacement"
 
+    def width(self, q, k):
+        return within_support(q, k)
+
     def count(self, V: int, k: int) -> int:
         return math.perm(V, k)
 
@@ -218,6 +235,9 @@ class Hub(Law):
     """SpecHub's pair: x1 ~ q; then the hub a = argmax q, or (when x1 = a) a draw from q without a."""
 
     name, max_k = "hub", 2
+
+    def width(self, q, k):
+        return within_support(q, k)
 
     def count(self, V: int, k: int) -> int:
         return 2 * V
@@ -251,6 +271,9 @@ class TopkPlusRandom(Law):
 
     name, ranked = "topk_plus_random", True
 
+    def width(self, q, k):
+        return within_support(q, k)
+
     def count(self, V: int, k: int) -> int:
         return 2 * V
 
@@ -274,6 +297,9 @@ class TopK(Law):
 
     def __init__(self, name: str, iid_compatible: bool) -> None:
         self.name, self.iid_compatible = name, iid_compatible
+
+    def width(self, q, k):
+        return within_support(q, k)
 
     def count(self, V: int, k: int) -> int:
         return 1
