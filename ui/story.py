@@ -44,7 +44,9 @@ def about(key: str, trace: Trace | None) -> About:
     kind = str((trace.models if trace is not None else {}).get("kind", ""))
     temperature = float((trace.config if trace is not None else {}).get("temperature", 1.0))
     untempered = entry is not None and laws.draft_temperature(entry.law, temperature) != temperature
-    return About(lossless=lossless, lossy_why=why, draft_kind=kind, untempered=untempered)
+    config = trace.config if trace is not None else {}
+    widths = () if config.get("sequences") else tuple(int(w) for w in config.get("branching") or ())
+    return About(lossless=lossless, lossy_why=why, draft_kind=kind, untempered=untempered, widths=widths)
 
 
 def render(step: StepRecord, trace: Trace | None, position: int, verifier: str | None = None) -> str:

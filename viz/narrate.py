@@ -32,6 +32,7 @@ class About:
     lossy_why: str = ""  # one sentence: why this verifier's output law is not p
     draft_kind: str = ""  # the pair kind ("lookup" drafts nothing without an n-gram match)
     untempered: bool = False  # a top-k law at T = 0: q is the draft's untempered law (laws.draft_temperature)
+    widths: tuple[int, ...] = ()  # the shape's candidates per level (Branching); () when unknown or sequences
 
 
 def num(x: float | None) -> str:
@@ -60,7 +61,18 @@ def draft(step: StepRecord, about: About) -> str:
     ranked = (" At temperature 0 the draft's tempered law would be one-hot, with no runner-up to rank, so q here "
               "is its untempered law and each node's candidates are its top tokens." if about.untempered else "")
     return (f"The draft q proposed {plural(drafted, 'token')} after {root}: {root_k} at the root, "
-            f"a tree {plural(depth, 'level')} deep, drawn with the {step.law} law.{ranked}")
+            f"a tree {plural(depth, 'level')} deep, drawn with the {step.law} law.{ranked}{_narrowed(step, about)}")
+
+
+def _narrowed(step: StepRecord, about: About) -> str:
+    """A sentence when a node drew fewer distinct candidates than its level's width: its q allows no more."""
+    narrow = [n for n in step.nodes if n.draws and n.depth < len(about.widths) and len(n.draws) < about.widths[n.depth]]
+    if not narrow:
+        return ""
+    first = narrow[0]
+    return (f" At {plural(len(narrow), 'node')} (first {tok(first.text)}) q gives fewer tokens a positive "
+            f"probability than the {about.widths[first.depth]} candidates its level asks for (a prompt-lookup "
+            "guess is one token), so those nodes draw only the tokens q allows.")
 
 
 def score(step: StepRecord) -> str:
