@@ -22,8 +22,9 @@ MAX_LOGGED = 4096  # bounded memory: a run of many steps keeps its latest number
 
 
 def top_k_rate(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
-    """p's mass on q's k best tokens: at T = 0, 1 when the target's argmax is among them (pointmass on top-k)."""
-    return float(p[laws.top_order(q, k)].sum())
+    """p's mass on q's k best tokens: at T = 0, 1 when the target's argmax is among them (pointmass on top-k).
+    Only tokens q allows count (a node draws no more: laws.within_support): a one-hot q's top-4 is its one token."""
+    return float(p[laws.top_order(q, laws.within_support(q, k))].sum())
 
 
 def ranks_runner_up(q: torch.Tensor) -> bool:

@@ -68,3 +68,14 @@ def test_a_greedy_runs_seen_numbers_are_top_k_rates():
     sampled.add_step(record, [(0, one_hot(2), q)])
     assert greedy.ones == [(1, 0.0)] and greedy.wide == [(0.0, 1.0)]
     assert sampled.ones[0][1] == pytest.approx(float(q[2]))
+
+
+def test_a_one_hot_q_counts_only_its_one_token_for_every_k():
+    """A lookup guess (one-hot q) drafts one candidate whatever k (laws.within_support): its top-4 rate must not
+    count a hit on the zero-q tokens a plain top-4 of that q would list (the lowest ids: 0, 1, 2, ...)."""
+    from decoding.run.seen import top_k_rate
+
+    guess = one_hot(4)  # q: the guess is token 4
+    assert top_k_rate(one_hot(2), guess, 4) == 0.0  # the target's argmax, id 2, is no candidate of this node
+    assert top_k_rate(one_hot(4), guess, 4) == 1.0
+    assert top_k_rate(one_hot(2), ranked([4, 3, 2, 0, 1, 5]), 3) == 1.0  # a full-support q: its top 3 count
