@@ -70,9 +70,11 @@ def _narrowed(step: StepRecord, about: About) -> str:
     if not narrow:
         return ""
     first = narrow[0]
-    return (f" At {plural(len(narrow), 'node')} (first {tok(first.text)}) q gives fewer tokens a positive "
-            f"probability than the {about.widths[first.depth]} candidates its level asks for (a prompt-lookup "
-            "guess is one token), so those nodes draw only the tokens q allows.")
+    where = tok(first.text) if len(narrow) == 1 else f"{len(narrow)} nodes (the first: {tok(first.text)})"
+    drew = "it draws" if len(narrow) == 1 else "they draw"
+    return (f" At {where} q gives fewer tokens a positive probability than the {about.widths[first.depth]} "
+            "candidates the level asks for (top-k or top-p filtering, or a prompt-lookup guess, which is one "
+            f"token), so {drew} only the tokens q allows.")
 
 
 def score(step: StepRecord) -> str:

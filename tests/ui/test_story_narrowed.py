@@ -11,7 +11,7 @@ from decoding.run.config import DecodeConfig
 from ui import story
 from viz.story import story_events
 
-WHY = "draw only the tokens q allows"
+WHY = "only the tokens q allows"
 
 
 @pytest.mark.parametrize("top_k,told", [(2, True), (0, False)])
