@@ -18,7 +18,8 @@ their products dropped. A library's kernel for a few rows can cost more than its
 2-core AMD EPYC VM oneDNN's forward took 42 / 43 / 34 ms for 1 / 2 / 4 rows, and 30 / 31 ms for 1 / 2 rows
 run as 4. Each output row of a product reads its own input row only, so the real rows' products are the same
 up to float rounding; attention and the norms never see the added rows. The calibration pads a row count only
-where its own timing shows the padded forward is faster on the machine at hand (products.pads).
+where its own timing shows the padded forward is faster on the machine at hand (products.pad_trials,
+kept_pads).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ largest measured size at or below it).
 Then padding (`pad_trials`, `kept_pads`): with the plan on, a forward of a few rows can cost more than one of a
 few more rows (a library's kernel choice: oneDNN's forward on a 2-core AMD EPYC VM took 34-42 / 41-43 / 32-34
 ms for 1 / 2 / 4 rows, and 30 / 31 ms for 1 / 2 rows run as 4, zero rows added: models/few_rows.py). So each
-timed size up to PADDED_ROWS_MAX is tried run as the cheapest larger timed size up to PLAN_ROWS[-1], where
+timed size up to PADDED_ROWS_MAX is tried run as the cheapest larger timed size up to PAD_TO_MAX, where
 that one was timed at most PAD_TRY dearer (a padded forward costs less than the larger size itself: attention
 and the norms see the real rows only); the calibration times the tried forward against the unpadded one,
 alternately, and keeps a padding only where it is PAD_MARGIN faster, then extends it to the untimed row

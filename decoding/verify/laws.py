@@ -128,9 +128,9 @@ class Law:
         return f"laws.get({self.name!r})"
 
     def width(self, q: torch.Tensor, k: int) -> int:
-        """How many candidates a node asks this law for when its shape says k: k. A law that draws distinct
-        tokens asks for at most q's support (`within_support`)."""
-        return k
+        """How many candidates a node asks this law for when its shape says k: at most q's support for a law
+        that draws distinct tokens (`within_support`), k for one that may repeat them (iid, gumbel)."""
+        return within_support(q, k) if self.distinct else k
 
     def check_k(self, q: torch.Tensor, k: int) -> None:
         """Refuse a candidate count the law cannot produce, with a readable message."""
@@ -208,9 +208,6 @@ class WithoutReplacement(Law):
 
     name = "without_replacement"
 
-    def width(self, q, k):
-        return within_support(q, k)
-
     def count(self, V: int, k: int) -> int:
         return math.perm(V, k)
 
@@ -235,9 +232,6 @@ class Hub(Law):
     """SpecHub's pair: x1 ~ q; then the hub a = argmax q, or (when x1 = a) a draw from q without a."""
 
     name, max_k = "hub", 2
-
-    def width(self, q, k):
-        return within_support(q, k)
 
     def count(self, V: int, k: int) -> int:
         return 2 * V
@@ -271,9 +265,6 @@ class TopkPlusRandom(Law):
 
     name, ranked = "topk_plus_random", True
 
-    def width(self, q, k):
-        return within_support(q, k)
-
     def count(self, V: int, k: int) -> int:
         return 2 * V
 
@@ -297,9 +288,6 @@ class TopK(Law):
 
     def __init__(self, name: str, iid_compatible: bool) -> None:
         self.name, self.iid_compatible = name, iid_compatible
-
-    def width(self, q, k):
-        return within_support(q, k)
 
     def count(self, V: int, k: int) -> int:
         return 1
