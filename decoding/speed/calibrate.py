@@ -257,11 +257,11 @@ def padded_curve(plan: dict[int, str], planned: tuple[tuple[int, float], ...], f
 
 
 def target_curve(pair, prompt_ids: list[int], plan: dict[int, str] | None, rows: tuple[int, ...] | None = None,
-                 repeats: int = 3, known: dict[int, float] | None = None, forward: _Forwards | None = None,
-                 pad: dict[int, int] | None = None) -> tuple[tuple[int, float], ...]:
+                 repeats: int = 3, known: dict[int, float] | None = None, forward: _Forwards | None = None
+                 ) -> tuple[tuple[int, float], ...]:
     """(rows, median ms) of one target forward over a chain of `rows` nodes on a cached context, each followed
-    by the commit a step makes (root kept), with `plan` (and `pad`) put on the lean target (None: the pair's
-    forward as it is). Sizes in `known` (times already taken with this plan) are not timed again, and sizes
+    by the commit a step makes (root kept), with `plan` put on the lean target (None: the pair's forward as it
+    is). Sizes in `known` (times already taken with this plan) are not timed again, and sizes
     above FLAT_ROWS only while the curve is flat (on a 2-core CPU, 16 rows cost 1.4x one: timing 24 and 32 was
     0.55 s of a calibration that should take under 10 s, for trees no choice takes there). One size at
     a time, after one untimed call each: a run repeats one tree size, and MKL's packed products keep only a few
@@ -272,7 +272,7 @@ def target_curve(pair, prompt_ids: list[int], plan: dict[int, str] | None, rows:
         if n > FLAT_ROWS and _steep(curve):
             break  # no tree this large can pay on this curve: the chooser extends its last slope
         if n not in known:
-            times = [forward(n, plan, pad) for _ in range(repeats + 1 + ONE_ROW_EXTRA * (n == 1))][1:]  # 1st untimed
+            times = [forward(n, plan) for _ in range(repeats + 1 + ONE_ROW_EXTRA * (n == 1))][1:]  # first untimed
             curve[n] = statistics.median(times)
     return tuple(sorted(curve.items()))
 
