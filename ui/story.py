@@ -42,9 +42,9 @@ def about(key: str, trace: Trace | None) -> About:
     why = LOSSY_WHY.get(key) or ("its output law differs from the target's (docs/verifiers.md)."
                                  if not lossless else "")
     kind = str((trace.models if trace is not None else {}).get("kind", ""))
-    temperature = float((trace.config if trace is not None else {}).get("temperature", 1.0))
-    untempered = entry is not None and laws.draft_temperature(entry.law, temperature) != temperature
     config = trace.config if trace is not None else {}
+    temperature = float(config.get("temperature", 1.0))
+    untempered = entry is not None and laws.draft_temperature(entry.law, temperature) != temperature
     widths = () if config.get("sequences") else tuple(int(w) for w in config.get("branching") or ())
     return About(lossless=lossless, lossy_why=why, draft_kind=kind, untempered=untempered, widths=widths)
 
