@@ -29,6 +29,7 @@ from dataclasses import dataclass, fields
 
 import torch
 
+from decoding.models import native_rows
 from decoding.models.packed_linear import PackedProjection
 
 SPLITS = 4  # column blocks of the split product
@@ -75,8 +76,18 @@ def onednn_weight(inner: PackedProjection) -> torch.Tensor:
     return _kept_copy(inner, "onednn", lambda w: torch.ops.mkldnn._reorder_linear_weight(w, ONEDNN_ROWS_HINT))
 
 
-COPIES = {"onednn": "onednn_packed"}  # method -> the attribute holding its copy of the weight
-COPY_MAKERS = {"onednn": onednn_weight}  # method -> what makes (or returns the kept) copy
+def _native(proj: PlannedProjection, x: torch.Tensor) -> torch.Tensor:
+    out = native_rows.product(native_weight(proj.inner), x, proj.weight.shape[0])  # [M, out]
+    return out if proj.bias is None else out + proj.bias
+
+
+def native_weight(inner: PackedProjection) -> torch.Tensor:
+    """The weight copied once into the native kernel's panels."""
+    return _kept_copy(inner, "native", native_rows.panels)
+
+
+COPIES = {"onednn": "onednn_packed", "native": "native_panels"}  # method -> the attribute holding its copy
+COPY_MAKERS = {"onednn": onednn_weight, "native": native_weight}  # method -> what makes (or returns the kept) copy
 
 
 def _kept_copy(inner: PackedProjection, method: str, make: Callable[[torch.Tensor], object]):
@@ -98,6 +109,8 @@ PRODUCTS: dict[str, Product] = {
                       onednn_available),
     "numpy": Product("numpy's matmul (its BLAS, OpenBLAS in the wheels) on the weight's transposed view", _numpy),
     "split": Product(f"F.linear over {SPLITS} column blocks of the weight, concatenated", _split),
+    "native": Product("native_rows.c, compiled here: each weight read once for up to 6 rows (one thread)", _native,
+                      native_rows.available),
 }
 
 

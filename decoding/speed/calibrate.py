@@ -40,8 +40,8 @@ from decoding.speed.pair_acceptance import run_steps  # noqa: F401  (bench predi
 from decoding.speed.step_costs import steps_and_acceptance
 from decoding.verify.tree import DraftTree
 
-CALIBRATION_VERSION = 5  # 2: the plan from whole forwards; 3: the rest per row; 4: T = 0 top-k acceptance;
-# 5: padding
+CALIBRATION_VERSION = 6  # 2: the plan from whole forwards; 3: the rest per row; 4: T = 0 top-k acceptance;
+# 5: padding; 6: the native product
 ROWS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)  # target forward sizes timed (a chain of 8 is 9 rows)
 PLAN_ROWS = (1, 2, 4, 8)  # sizes every product method is timed at (a plan's choice at 8 holds above it)
 FLAT_ROWS, STEEP = 16, 1.25  # sizes above FLAT_ROWS are timed only where FLAT_ROWS rows cost <= STEEP x one
@@ -129,13 +129,15 @@ class Calibration:
 
 
 def load_cached(key: dict, root: Path | None = None) -> Calibration | None:
-    """The cached calibration for exactly this key; None when absent, unreadable, or made for another key."""
+    """The cached calibration for exactly this key; None when absent, unreadable, made for another key, or
+    when its plan names a product method that does not run here now (the native one, after its compiler went)."""
     path = machine.cache_file(key, root)
     try:
         cal = Calibration.from_json(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return cal if cal.key == key else None
+    runs_here = set(cal.plan.values()) <= set(available_products())
+    return cal if cal.key == key and runs_here else None
 
 
 def save(cal: Calibration, root: Path | None = None) -> Path:

@@ -30,6 +30,8 @@ def tiny(tmp_path_factory):
 @pytest.mark.parametrize("method", sorted(PRODUCTS))
 def test_every_method_is_the_stock_product(method, bias, pad):
     """Also padded: 1 and 2 rows run as 4, 3 as 6 (zero rows added, their products dropped)."""
+    if not PRODUCTS[method].available():
+        pytest.skip(f"{method} does not run here")  # the native product without a C compiler
     torch.manual_seed(0)
     linear = torch.nn.Linear(48, 1000, bias=bias)
     proj = PlannedProjection(PackedProjection(linear), {n: method for n in range(1, 9)}, pad)

@@ -15,7 +15,7 @@ import torch
 from decoding.fastest import FASTEST
 from decoding.models import pairs as models
 from decoding.run import engine
-from decoding.run.config import DecodeConfig
+from decoding.run.config import Branching, DecodeConfig
 
 pytestmark = pytest.mark.slow
 
@@ -99,6 +99,27 @@ def test_fastest_with_every_few_row_product_is_plain_greedy_too(pair, reference)
     try:
         assert isinstance(lean.head, PlannedProjection) and lean.head.pad == {1: 4, 2: 4, 3: 6, 5: 8}
         assert_greedy_matches(fastest, config.with_(max_new_tokens=NEW_TOKENS), reference, "FASTEST, planned")
+    finally:
+        apply_plan(lean, {})
+
+
+def test_the_native_product_is_plain_greedy_too(pair, reference):
+    """The compiled product (models/native_rows.py) on every product of the lean target, as a calibration on
+    one thread chooses it (1-7 rows; 7 rows are a block of 6 and one row): the target's greedy output."""
+    from decoding.models import native_rows
+    from decoding.models.few_rows import apply_plan
+    from decoding.speed.calibrate import lean_target_of
+
+    if not native_rows.available():
+        pytest.skip(f"no native product here: {native_rows.why_unavailable()}")
+    kind, config = FASTEST
+    fastest = models.load_pair(kind)
+    lean = lean_target_of(fastest)
+    apply_plan(lean, {n: "native" for n in range(1, 10)})
+    try:
+        assert_greedy_matches(fastest, config.with_(max_new_tokens=NEW_TOKENS), reference, "FASTEST, native")
+        chain = config.with_(max_new_tokens=NEW_TOKENS, shape=Branching((1,) * 6))  # 7 rows a verify
+        assert_greedy_matches(fastest, chain, reference, "a chain of 6, native")
     finally:
         apply_plan(lean, {})
 

@@ -3,6 +3,7 @@ any change of key or format, redone by force; and a real (tiny) pair calibrated 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -52,6 +53,17 @@ def test_a_file_of_another_format_or_key_is_ignored(tmp_path):
     path.write_text(json.dumps({**plain, "key": {**key, "threads": 7}}))  # a file under this name, another key
     assert calibrate.load_cached(key, tmp_path) is None
     path.write_text("{not json")
+    assert calibrate.load_cached(key, tmp_path) is None
+
+
+def test_a_cached_plan_naming_a_method_that_no_longer_runs_here_is_measured_again(tmp_path, monkeypatch):
+    """The native product needs a C compiler: a calibration that chose it is stale once the compiler is gone."""
+    key = machine.machine_key("embedded-head", "cpu", threads=2)
+    cal = dataclasses.replace(sample(key), plan={1: "native", 2: "onednn"})
+    calibrate.save(cal, tmp_path)
+    monkeypatch.setattr(calibrate, "available_products", lambda: ("stock", "onednn", "native"))
+    assert calibrate.load_cached(key, tmp_path) == cal
+    monkeypatch.setattr(calibrate, "available_products", lambda: ("stock", "onednn"))
     assert calibrate.load_cached(key, tmp_path) is None
 
 

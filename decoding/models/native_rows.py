@@ -1,0 +1,122 @@
+"""A few-row product that reads each weight once (native_rows.c), compiled on the machine that runs it.
+
+Why: at this model's size a CPU product is bound by reading the weight. BLAS few-row GEMMs re-pack or re-read
+it: with one thread on a 2-core AMD EPYC VM, numpy's OpenBLAS took 22.4 ms for one row through every product
+of SmolLM2-135M and 56.6 ms for 4 rows; oneDNN took 29.9 ms for 4 rows and 38 ms for one. The kernel in
+native_rows.c streams a panel copy of each weight once for up to 6 rows (docs/speed.md, "A product compiled
+here").
+
+It is compiled from the shipped C source with the machine's C compiler (`$CC`, else `cc`), for AVX2 + FMA,
+once per machine: the library lands in <specscope cache>/native/, named by a digest of the source, the flags
+and the compiler's version, and is reused after. Where there is no compiler, the compile fails, the CPU lacks
+AVX2 or FMA, or SPECSCOPE_NO_NATIVE is set, `available()` is False and says why (`why_unavailable()`); the
+calibration then never times the method. No user input reaches the compiler: it only ever builds this file.
+
+`panels(weight)` makes the kernel's copy of a weight [out, in]: [ceil(out / 16), in, 16], the outputs padded
+with zero rows to a multiple of 16. `product(panels, x, out_features)` is x [M, in] @ weight^T -> [M, out].
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+import torch
+
+from decoding.models.embedded import cache_root
+
+SOURCE = Path(__file__).with_name("native_rows.c")
+FLAGS = ("-O3", "-mavx2", "-mfma", "-shared", "-fPIC")
+PANEL = 16  # outputs per panel (native_rows.c's PANEL)
+COMPILE_TIMEOUT_S = 120
+DISABLE_ENV = "SPECSCOPE_NO_NATIVE"
+
+_lock = threading.Lock()
+_state: dict[str, object] = {}  # "lib" (the loaded library) or "why" (why there is none); set once per process
+
+
+def available() -> bool:
+    """Whether the compiled kernel runs here (compiling it the first time)."""
+    return _library() is not None
+
+
+def why_unavailable() -> str | None:
+    """Why the kernel does not run here, in words; None when it does."""
+    _library()
+    return _state.get("why")
+
+
+def _library():
+    with _lock:
+        if "lib" not in _state and "why" not in _state:
+            try:
+                _state["lib"] = _load(_build())
+            except (OSError, RuntimeError, subprocess.SubprocessError) as err:
+                _state["why"] = str(err)
+        return _state.get("lib")
+
+
+def _compiler() -> str:
+    if os.environ.get(DISABLE_ENV):
+        raise RuntimeError(f"{DISABLE_ENV} is set")
+    cc = shutil.which(os.environ.get("CC", "cc"))
+    if cc is None:
+        raise RuntimeError(f"no C compiler ({os.environ.get('CC', 'cc')}) on PATH")
+    return cc
+
+
+def _build() -> Path:
+    """The compiled library in the cache dir (compiled now unless this source, flags and compiler made it)."""
+    cc = _compiler()
+    version = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30).stdout
+    digest = hashlib.sha256("\0".join([SOURCE.read_text(), " ".join(FLAGS), version]).encode()).hexdigest()[:12]
+    lib = cache_root() / "native" / f"native_rows-{digest}.so"
+    if not lib.is_file():
+        lib.parent.mkdir(parents=True, exist_ok=True)
+        tmp = lib.with_suffix(f".{os.getpid()}.tmp")
+        done = subprocess.run([cc, *FLAGS, "-o", str(tmp), str(SOURCE)], capture_output=True, text=True,
+                              timeout=COMPILE_TIMEOUT_S)
+        if done.returncode != 0:
+            tmp.unlink(missing_ok=True)
+            raise RuntimeError(f"the C compiler failed: {done.stderr.strip()[-300:]}")
+        tmp.replace(lib)  # atomic: another process never loads a half-written library
+    return lib
+
+
+def _load(path: Path):
+    lib = ctypes.CDLL(str(path))
+    if not lib.native_rows_supported():
+        raise RuntimeError("this CPU lacks AVX2 or FMA")
+    lib.native_rows.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_long] * 3
+    lib.native_rows.restype = None
+    return lib
+
+
+def panels(weight: torch.Tensor) -> torch.Tensor:
+    """weight [out, in] -> its panel copy [ceil(out / PANEL), in, PANEL] (float32, zero rows past out)."""
+    out, k = weight.shape
+    padded = -(-out // PANEL) * PANEL
+    w = weight.detach().to(torch.float32)
+    if padded != out:
+        w = torch.cat([w, w.new_zeros(padded - out, k)])  # [padded, in]
+    return w.reshape(padded // PANEL, PANEL, k).transpose(1, 2).contiguous()  # [padded / PANEL, in, PANEL]
+
+
+def product(wp: torch.Tensor, x: torch.Tensor, out_features: int) -> torch.Tensor:
+    """x [M, in] @ weight^T -> [M, out_features], the weight given as its panels (float32, CPU)."""
+    lib = _library()
+    if lib is None:
+        raise RuntimeError(f"the native few-row product is unavailable: {why_unavailable()}")
+    x = x.contiguous()
+    rows, k = x.shape
+    if wp.dim() != 3 or wp.shape[1] != k or wp.shape[2] != PANEL or wp.dtype != torch.float32 \
+            or x.dtype != torch.float32:
+        raise ValueError(f"panels {tuple(wp.shape)} {wp.dtype} do not fit x {tuple(x.shape)} {x.dtype}")
+    y = torch.empty(rows, wp.shape[0] * PANEL)  # [M, padded out]
+    lib.native_rows(x.data_ptr(), wp.data_ptr(), y.data_ptr(), rows, y.shape[1], k)
+    return y if y.shape[1] == out_features else y[:, :out_features]

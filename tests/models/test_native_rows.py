@@ -1,0 +1,79 @@
+"""The compiled few-row product (models/native_rows.py + native_rows.c): the stock product up to float
+rounding for every row count (blocks of 6 rows and the rest), any width and output count (zero-padded panels);
+compiled once per machine and reused; where it cannot be built it says why, the calibration never offers it,
+and a cached plan naming it is measured again."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from decoding.models import few_rows, native_rows
+
+needs_native = pytest.mark.skipif(not native_rows.available(),
+                                  reason=f"no native product here: {native_rows.why_unavailable()}")
+
+
+@needs_native
+@pytest.mark.parametrize("out_features, in_features", [(1000, 48), (32, 576), (37, 13), (16, 1)])
+def test_the_native_product_is_the_stock_product(out_features, in_features):
+    torch.manual_seed(out_features)
+    w = torch.randn(out_features, in_features)  # [out, in]
+    wp = native_rows.panels(w)
+    assert wp.shape == (-(-out_features // 16), in_features, 16)
+    for rows in (1, 2, 3, 4, 5, 6, 7, 12, 13):
+        x = torch.randn(rows, in_features)  # [rows, in]
+        got = native_rows.product(wp, x, out_features)  # [rows, out]
+        assert got.shape == (rows, out_features)
+        torch.testing.assert_close(got, x @ w.T, rtol=1e-5, atol=1e-4)  # sums of up to 576 terms: rounding
+
+
+@needs_native
+def test_a_strided_input_and_misfit_panels():
+    w, x = torch.randn(40, 24), torch.randn(24, 3).T  # x [3, 24], not contiguous
+    torch.testing.assert_close(native_rows.product(native_rows.panels(w), x, 40), x @ w.T, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="do not fit"):
+        native_rows.product(native_rows.panels(w), torch.randn(3, 23), 40)
+    with pytest.raises(ValueError, match="do not fit"):
+        native_rows.product(native_rows.panels(w), torch.randn(3, 24, dtype=torch.float64), 40)
+
+
+def _fresh(monkeypatch, tmp_path, **env):
+    """A process state that has not built the library yet, with its cache under tmp_path."""
+    monkeypatch.setattr(native_rows, "_state", {})
+    monkeypatch.setenv("SPECSCOPE_CACHE", str(tmp_path))
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+
+
+@needs_native
+def test_the_library_is_compiled_once_per_machine_and_reused(monkeypatch, tmp_path):
+    _fresh(monkeypatch, tmp_path)
+    assert native_rows.available() and native_rows.why_unavailable() is None
+    [lib] = (tmp_path / "native").glob("native_rows-*.so")
+    made = lib.stat().st_mtime_ns
+    monkeypatch.setattr(native_rows, "_state", {})  # a new process: found in the cache, not compiled again
+    monkeypatch.setattr(native_rows.subprocess, "run", _only_version(native_rows.subprocess.run))
+    assert native_rows.available()
+    assert lib.stat().st_mtime_ns == made and list((tmp_path / "native").glob("*.so")) == [lib]
+
+
+def _only_version(run):
+    def guarded(cmd, *args, **kwargs):
+        assert cmd[1:] == ["--version"], f"compiled again: {cmd}"
+        return run(cmd, *args, **kwargs)
+    return guarded
+
+
+@pytest.mark.parametrize("env, why", [({"SPECSCOPE_NO_NATIVE": "1"}, "SPECSCOPE_NO_NATIVE is set"),
+                                      ({"CC": "no-such-compiler-here"}, "no C compiler"),
+                                      ({"CC": "false"}, "the C compiler failed")])
+def test_without_a_compiler_it_says_why_and_is_not_offered(monkeypatch, tmp_path, env, why):
+    _fresh(monkeypatch, tmp_path, **env)
+    assert not native_rows.available()
+    assert why in native_rows.why_unavailable()
+    assert "native" not in few_rows.available_products()
+    with pytest.raises(RuntimeError, match="unavailable"):
+        native_rows.product(torch.zeros(1, 4, 16), torch.zeros(1, 4), 16)
+    with pytest.raises(ValueError, match="need what this torch build lacks"):
+        few_rows.PlannedProjection(few_rows.PackedProjection(torch.nn.Linear(4, 16)), {1: "native"})
