@@ -35,11 +35,11 @@ draft pays there, and the target alone is the fastest choice.
 - **On a CPU** the few-row product is often dearer per row than it should be (MKL's BLAS re-packs the weights \
 for each small product), so 3 rows can cost twice one row. Each drafted token must then be accepted often \
 enough to pay for its row and its draft forward; when it is not, the fastest choice is no draft at all.
-- **So the calibration** times each way of multiplying this torch build has (MKL, oneDNN on weights laid out \
-once, numpy's BLAS) and keeps the fastest per row count: where one of them reads the weights once for a few \
-rows, the CPU's curve turns flat like a GPU's. Where a library's kernel for a few rows is slower than its \
-kernel for a few more, those rows run as the more, zero rows added ("1-2 rows run as 4"). The chooser then does \
-the arithmetic with this machine's measured costs and this run's exact acceptance.
+- **So the calibration** times each way of multiplying at hand (MKL, oneDNN, numpy's BLAS, a small kernel \
+compiled here) and keeps the fastest per row count: where one reads the weights once for a few rows, the CPU's \
+curve turns flat like a GPU's. Where a kernel for a few rows is slower than one for a few more, those rows run \
+as more, zero rows added ("1-2 rows run as 4"). The chooser then does the arithmetic with this machine's \
+measured costs and this run's exact acceptance.
 """
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import torch
 
-from decoding.models.draft_head import DraftHead
 from decoding.models.feature_target import FeatureTreeLM
+from decoding.models.lean_head import LeanHead
 from decoding.models.treelm import TreeBook
 from decoding.verify.tree import DraftTree
 
@@ -19,10 +19,9 @@ from decoding.verify.tree import DraftTree
 class HeadTreeLM(TreeBook):
     """The draft head behind the TreeLM protocol; reads the paired target session's root feature."""
 
-    def __init__(self, head: DraftHead, embed: torch.Tensor, lm_rows: torch.Tensor, vocab_size: int,
-                 target: FeatureTreeLM) -> None:
+    def __init__(self, head: LeanHead, embed: torch.Tensor, vocab_size: int, target: FeatureTreeLM) -> None:
         super().__init__()
-        self.head, self.embed, self.lm_rows = head, embed, lm_rows  # embed [V, hidden], lm_rows [H, hidden]
+        self.head, self.embed = head, embed  # the head and q's lm_head rows [H, hidden]; embed [V, hidden]
         self.vocab_size = vocab_size
         self.target = target
         self.features: dict[int, torch.Tensor] = {}  # tree node -> its predicted feature [hidden], this step
@@ -45,7 +44,7 @@ class HeadTreeLM(TreeBook):
                 predicted = self.head(torch.stack(parents), self.embed[tokens])  # [w, hidden]
                 self.features.update(zip(wave, predicted, strict=True))
             feats = torch.stack([self.features[n] for n in nodes])  # [n, hidden]
-            out[:, : self.lm_rows.shape[0]] = (feats @ self.lm_rows.T).float().cpu()  # [n, H]: q on the CPU
+            out[:, : self.head.head_size] = self.head.logits(feats).float().cpu()  # [n, H]: q on the CPU
         return out
 
 

@@ -42,6 +42,7 @@ from decoding.models.hfload import (
 )
 from decoding.models.hybrid_draft import LookupFirstTreeLM
 from decoding.models.kinds import BUILT_IN, KINDS
+from decoding.models.lean_head import LeanHead
 from decoding.models.packed_linear import use_packed_projection
 from decoding.models.treelm import HFTreeLM, TreeLM
 
@@ -87,6 +88,7 @@ class ModelPair:
     draft_model: Any = None
     draft_dtype: str | None = None  # when the draft differs from `dtype` (the int8 self-draft)
     draft_reads_target: bool = False
+    draft_products: Any = None  # the draft's lean products, where a product plan goes too (the draft head's)
 
     @property
     def names(self) -> tuple[str, str]:
@@ -288,21 +290,23 @@ def embedded_head_pair(device: str = "auto", progress: Progress = _stderr, looku
 
 @dataclass(frozen=True)
 class HeadParts:
-    """What a draft-head pair's draft reads: the head, the target's embedding and lm_head rows, its name."""
+    """What a draft-head pair's draft reads: the head (with the target's lm_head rows), the target's embedding,
+    its name."""
 
-    head: draft_head.DraftHead
+    head: LeanHead
     embed: torch.Tensor  # [V, hidden]
-    lm_rows: torch.Tensor  # [H, hidden]
     name: str
 
 
 def head_parts(model, device: str) -> HeadParts:
     """The shipped head (on `device`, cached) and the embedded `model`'s embedding and lm_head rows."""
-    head = cached((f"draft-head:{embedded.MODEL_NAME}", device, "float32"), lambda: _load_head().to(device))
+    module = cached((f"draft-head:{embedded.MODEL_NAME}", device, "float32"), lambda: _load_head().to(device))
     embed = model.model.embed_tokens.weight.detach()  # [V, hidden] on `device`, shared read-only
-    lm_rows = model.lm_head.weight.detach()[: head.config.head_size]  # [H, hidden], a view
-    name = f"{embedded.MODEL_NAME} draft head (trained on its features; ids < {head.config.head_size})"
-    return HeadParts(head, embed, lm_rows, name)
+    size = module.config.head_size
+    head = cached((f"lean-draft-head:{embedded.MODEL_NAME}", device, "float32"),
+                  lambda: LeanHead(module, model.lm_head.weight.detach()[:size]))  # lm_head rows [H, hidden], a view
+    name = f"{embedded.MODEL_NAME} draft head (trained on its features; ids < {size})"
+    return HeadParts(head, embed, name)
 
 
 def head_pair(model, codec, scorer, parts: HeadParts, device: str, lookup_first: bool = False) -> ModelPair:
@@ -310,7 +314,7 @@ def head_pair(model, codec, scorer, parts: HeadParts, device: str, lookup_first:
     vocab = codec.vocab_size
 
     def new_draft(target: FeatureTreeLM) -> TreeLM:
-        drafter = HeadTreeLM(parts.head, parts.embed, parts.lm_rows, vocab, target)
+        drafter = HeadTreeLM(parts.head, parts.embed, vocab, target)
         return LookupFirstTreeLM(drafter) if lookup_first else drafter
 
     return ModelPair(
@@ -318,7 +322,7 @@ def head_pair(model, codec, scorer, parts: HeadParts, device: str, lookup_first:
         draft_name=("prompt lookup where it has a guess, else the " if lookup_first else "") + parts.name,
         codec=codec, new_target=lambda: FeatureTreeLM(scorer, vocab), new_draft=new_draft, device=device,
         dtype="float32", target_model=model, draft_dtype="float32 (head MLP + target lm_head rows)",
-        draft_reads_target=True,
+        draft_reads_target=True, draft_products=parts.head,
     )
 
 

@@ -154,9 +154,7 @@ def calibrated(pair, pair_kind: str, *, force: bool = False, root: Path | None =
     if cal is None:
         cal = measure(pair, key, progress or (lambda _: None), root=root, fresh_acceptance=fresh_acceptance)
         save(cal, root)
-    lean = lean_target_of(pair)
-    if lean is not None:
-        apply_plan(lean, cal.plan, cal.pad)
+    put_plan(pair, cal.plan, cal.pad)
     return cal
 
 
@@ -170,8 +168,18 @@ def apply_cached_plan(pair, pair_kind: str, root: Path | None = None) -> dict[in
     if cal is None:
         return None
     if plan_of(lean) != cal.plan or pad_of(lean) != cal.pad:
-        apply_plan(lean, cal.plan, cal.pad)
+        put_plan(pair, cal.plan, cal.pad)
     return cal.plan
+
+
+def put_plan(pair, plan: dict[int, str], pad: dict[int, int]) -> None:
+    """The product plan and its padding on the pair's lean target and on its draft's products where it has lean
+    ones (the draft head's: the same few-row products, models/lean_head.py), dropping the weight copies of the
+    methods the plan does not use."""
+    for lean in (lean_target_of(pair), getattr(pair, "draft_products", None)):
+        if lean is not None:
+            apply_plan(lean, plan, pad)
+            release_copies(lean, set(plan.values()))
 
 
 def _scorer(pair):
@@ -224,7 +232,7 @@ def measure(pair, key: dict, progress: Progress, *, root: Path | None = None, fr
     if lean is not None:
         if lean.device.type == "cpu":
             planned, pad, trials = padded_curve(plan, planned, forward, progress)
-        apply_plan(lean, plan, pad)  # the drafted steps run with it
+        put_plan(pair, plan, pad)  # the drafted steps run with it (the draft's products too)
     stock = tuple((n, by["stock"]) for n, by in sorted(forward_ms.items())) or planned  # the curve before
     progress("drafted steps: draft cost and step overhead (and the acceptance, unless known for this pair)")
     draft, rest, tables, source = steps_and_acceptance(pair, key["pair"], prompts, root, fresh_acceptance)

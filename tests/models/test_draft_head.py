@@ -7,10 +7,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from decoding.models import lean_target
+from decoding.models import few_rows, lean_target
 from decoding.models.draft_head import DraftHead, HeadConfig, load_head, save_head
 from decoding.models.feature_target import FeatureTreeLM
 from decoding.models.head_draft import HeadTreeLM
+from decoding.models.lean_head import LeanHead
 from decoding.verify.tree import DraftTree
 from tests.conftest import save_tiny_llama
 from tests.models.test_lean_draft import WORDS
@@ -45,7 +46,8 @@ def plain_feature(tiny, ids: list[int]) -> torch.Tensor:
 def sessions(tiny, head, scorer):
     target = FeatureTreeLM(scorer)
     lm_rows = tiny.lm_head.weight.detach()[:HEAD_SIZE]
-    return target, HeadTreeLM(head, tiny.model.embed_tokens.weight.detach(), lm_rows, target.vocab_size, target)
+    return target, HeadTreeLM(LeanHead(head, lm_rows), tiny.model.embed_tokens.weight.detach(), target.vocab_size,
+                              target)
 
 
 @pytest.mark.parametrize("kind", ["transformers", "lean"])
@@ -73,7 +75,20 @@ def oracle_row(tiny, head, context: list[int], path_tokens: list[int]) -> torch.
 
 @pytest.mark.parametrize("kind", ["transformers", "lean"])
 def test_each_draft_row_is_the_head_along_its_own_path(tiny, head, kind) -> None:
-    target, draft = sessions(tiny, head, scorers(tiny)[kind])
+    assert_rows_follow_paths(tiny, head, *sessions(tiny, head, scorers(tiny)[kind]))
+
+
+@pytest.mark.parametrize("method", sorted(set(few_rows.available_products()) - {"stock"}))
+def test_with_a_product_plan_the_rows_are_the_same(tiny, head, method) -> None:
+    """The plan a calibration puts on the target goes on the head's products too (calibrate.put_plan)."""
+    target, draft = sessions(tiny, head, tiny)
+    few_rows.apply_plan(draft.head, {n: method for n in range(1, 9)}, pad={2: 4})
+    products = [draft.head.head] + [getattr(draft.head.lean_layers[0], n) for n in ("fc", "gate", "up", "down")]
+    assert all(isinstance(p, few_rows.PlannedProjection) and p.plan[1] == method for p in products)
+    assert_rows_follow_paths(tiny, head, target, draft)
+
+
+def assert_rows_follow_paths(tiny, head, target, draft) -> None:
     context = [3, 7, 2, 9, 4]
     target.start(context)
     draft.start(context)

@@ -52,6 +52,21 @@ def test_the_cached_plan_goes_on_once_and_another_keys_calibration_changes_nothi
     assert calibrate.apply_cached_plan(pair, "custom", tmp_path) == PLAN and few_rows.pad_of(lean) == {1: 3}
 
 
+def test_the_cached_plan_goes_on_the_draft_heads_products_too(lean_pair, tmp_path):
+    """A draft head's level makes the same few-row products as a verify (models/lean_head.py)."""
+    from decoding.models.draft_head import DraftHead, HeadConfig
+    from decoding.models.lean_head import LeanHead
+
+    pair, lean = lean_pair
+    rows = lean.head.weight.detach()[:8]  # [8, hidden]: q's lm_head rows
+    head = LeanHead(DraftHead(HeadConfig(hidden=rows.shape[1], inner=32, head_size=8)), rows)
+    pair = replace(pair, draft_products=head)
+    calibrate.save(replace(sample(machine.machine_key("custom", "cpu")), plan=PLAN), tmp_path)
+    assert calibrate.apply_cached_plan(pair, "custom", tmp_path) == PLAN
+    assert few_rows.plan_of(lean) == few_rows.plan_of(head) == PLAN and few_rows.pad_of(head) == {1: 4, 2: 4}
+    assert isinstance(head.lean_layers[0].down, few_rows.PlannedProjection)
+
+
 def test_the_app_loads_a_pair_with_this_machines_cached_plan(lean_pair, tiny_matching_folders, tmp_path,
                                                             monkeypatch):
     from ui import decode
