@@ -38,6 +38,7 @@ def step(page) -> None:
 def test_at_800_px_each_view_of_the_step_takes_the_pages_width(browser, app_url):
     with opened(browser, app_url, width=800, height=1000) as page:
         for plot in ("#tree-plot", "#generated-text", "#node-plot"):
+            page.wait_for_selector(plot, state="attached", timeout=30_000)  # the page may still be building it
             assert page.evaluate(DISPLAY, plot) == "none", f"{plot} shows a placeholder before the first Step"
         controls = page.evaluate(STORY_CONTROLS)
         assert len(controls) == 4 and all(disabled and opacity < 0.6 for disabled, opacity in controls)
