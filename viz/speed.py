@@ -123,9 +123,24 @@ def _cost_curve(fig: go.Figure, facts: SpeedFacts) -> None:
                 marker_color=P_COLOR, legend="legend", row=1, col=1)
     fig.add_bar(x=drafts, y=[ms / one for _, ms in facts.draft], name="one draft level over N parents",
                 marker_color=Q_COLOR, legend="legend", row=1, col=1)
-    fig.update_yaxes(type="log", row=1, col=1)  # a GPU's flat curve and a CPU's steep one on one scale
+    ratios = [ms / one for _, ms in facts.planned + facts.draft] + [ms / (facts.stock[0][1] or 1.0)
+                                                                     for _, ms in facts.stock]
+    ticks = log_ticks(ratios)  # a GPU's flat curve and a CPU's steep one on one scale, labelled 1-2-5
+    fig.update_yaxes(type="log", tickvals=ticks, ticktext=[f"{t:g}" for t in ticks], row=1, col=1)
     fig.update_xaxes(categoryorder="array", categoryarray=rows + drafts, title_text="rows in one forward",
                      row=1, col=1)
+
+
+def log_ticks(values: list[float]) -> list[float]:
+    """The 1-2-5 values (0.01 .. 500) from just under the smallest positive value to just over the largest: a
+    log axis labelled by plotly alone names every digit of each decade it spans (a draft level at 0.07x of a
+    forward and a verify at 2x span two)."""
+    shown = [v for v in values if v > 0] or [1.0]
+    lo, hi = min(shown), max(shown)
+    steps = [m * 10.0 ** e for e in range(-2, 3) for m in (1, 2, 5)]
+    below = max((t for t in steps if t <= lo), default=steps[0])
+    above = min((t for t in steps if t >= hi), default=steps[-1])
+    return [t for t in steps if below <= t <= above]
 
 
 def _shapes(fig: go.Figure, facts: SpeedFacts, shown: tuple[ShapeRow, ...]) -> None:
@@ -181,7 +196,7 @@ def below_prediction(steps: Sequence[StepRecord], predicted: float, predicted_st
 
 
 def summary_markdown(facts: SpeedFacts, top: int = 10) -> str:
-    lines = [f"**On {facts.machine}.** {facts.chosen}", "",
+    lines = [f"**On {facts.machine}** — {facts.chosen}", "",
              f"Products: {facts.plan}. Draft: "
              + ", ".join(f"{ms:.1f} ms a level over {n} row{'s' * (n > 1)}" for n, ms in facts.draft)
              + f"; the rest of a step {facts.overhead_ms:.1f} ms"

@@ -156,6 +156,21 @@ def test_the_figure_gives_each_chart_room_and_a_legend(session_and_runs):
     assert all(len(t.x) == len(t.y) for t in shapes)  # shape names on the y axis: no rotated, clipped labels
 
 
+def test_the_cost_curves_log_axis_is_labelled_1_2_5_over_the_bars(session_and_runs):
+    """A draft head's level (0.07x a forward) and a verify (2x) span two decades: plotly alone labelled every
+    digit of both (a column of small 2 3 4 5 6 7 8 9 between 0.1 and 1)."""
+    from viz.speed import log_ticks
+
+    assert log_ticks([0.07, 1.0, 1.9]) == [0.05, 0.1, 0.2, 0.5, 1, 2]
+    assert log_ticks([1.0, 1.2]) == [1, 2] and log_ticks([1.0]) == [1]
+    session, runs = session_and_runs
+    _, fig = speed.explain(session, runs, progress=None)
+    ticks = list(fig.layout.yaxis.tickvals)
+    bars = [y for t in fig.data if t.type == "bar" and t.orientation != "h" for y in t.y]  # the cost curve's
+    assert ticks == log_ticks(bars) and ticks[0] <= min(bars) and ticks[-1] >= max(bars)
+    assert list(fig.layout.yaxis.ticktext) == [f"{t:g}" for t in ticks]
+
+
 def test_the_tab_explains_in_short_paragraphs():
     paragraphs = [p for p in speed_view.EXPLAIN.split("\n") if p.strip()]
     assert len(paragraphs) >= 5 and all(len(p) < 520 for p in paragraphs)  # one 1900-character block before
