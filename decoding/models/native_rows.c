@@ -49,11 +49,15 @@ BOTH_HALVES(1) BOTH_HALVES(2) BOTH_HALVES(3) BOTH_HALVES(4) BOTH_HALVES(5) BOTH_
 typedef void (*panel_fn)(const float *, const float *, float *, long, long);
 static const panel_fn BY_ROWS[BLOCK + 1] = {0, both_1, both_2, both_3, both_4, both_5, both_6};
 
-/* y [rows, n] = x [rows, k_len] @ w^T, w given as panels wp [n / PANEL][k_len][PANEL]; n % PANEL == 0 */
-void native_rows(const float *x, const float *wp, float *y, long rows, long n, long k_len) {
-    for (long r = 0; r < rows; r += BLOCK) {
-        long mm = rows - r < BLOCK ? rows - r : BLOCK;
-        for (long b = 0; b < n / PANEL; b++)
+/* y [rows, n] = x [rows, k_len] @ w^T, w given as panels wp [n / PANEL][k_len][PANEL]; n % PANEL == 0.
+ * On `threads` threads the panels are shared out (OpenMP: built with -fopenmp, it runs on the OpenMP runtime
+ * torch loaded, whose threads are the ones torch's own products use; built without, on the calling thread). */
+void native_rows(const float *x, const float *wp, float *y, long rows, long n, long k_len, long threads) {
+    long panels = n / PANEL;
+    #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1 && panels > 1)
+    for (long b = 0; b < panels; b++)
+        for (long r = 0; r < rows; r += BLOCK) {
+            long mm = rows - r < BLOCK ? rows - r : BLOCK;
             BY_ROWS[mm](x + r * k_len, wp + b * k_len * PANEL, y + r * n + b * PANEL, n, k_len);
-    }
+        }
 }

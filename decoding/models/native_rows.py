@@ -32,6 +32,7 @@ from decoding.models.embedded import cache_root
 
 SOURCE = Path(__file__).with_name("native_rows.c")
 FLAGS = ("-O3", "-mavx2", "-mfma", "-shared", "-fPIC")
+OPENMP = "-fopenmp"  # tried first: the products' panels shared out on torch's threads
 PANEL = 16  # outputs per panel (native_rows.c's PANEL)
 COMPILE_TIMEOUT_S = 120
 DISABLE_ENV = "SPECSCOPE_NO_NATIVE"
@@ -71,28 +72,36 @@ def _compiler() -> str:
 
 
 def _build() -> Path:
-    """The compiled library in the cache dir (compiled now unless this source, flags and compiler made it)."""
+    """The compiled library in the cache dir (compiled now unless this source, flags and compiler made it):
+    with OpenMP where the compiler has it, else without."""
     cc = _compiler()
     version = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30).stdout
-    digest = hashlib.sha256("\0".join([SOURCE.read_text(), " ".join(FLAGS), version]).encode()).hexdigest()[:12]
-    lib = cache_root() / "native" / f"native_rows-{digest}.so"
-    if not lib.is_file():
+    candidates = []  # (flags, library path), OpenMP first
+    for flags in ((*FLAGS, OPENMP), FLAGS):
+        digest = hashlib.sha256("\0".join([SOURCE.read_text(), " ".join(flags), version]).encode()).hexdigest()[:12]
+        candidates.append((flags, cache_root() / "native" / f"native_rows-{digest}.so"))
+    built = [lib for _, lib in candidates if lib.is_file()]
+    if built:
+        return built[0]
+    failed = ""
+    for flags, lib in candidates:
         lib.parent.mkdir(parents=True, exist_ok=True)
         tmp = lib.with_suffix(f".{os.getpid()}.tmp")
-        done = subprocess.run([cc, *FLAGS, "-o", str(tmp), str(SOURCE)], capture_output=True, text=True,
+        done = subprocess.run([cc, *flags, "-o", str(tmp), str(SOURCE)], capture_output=True, text=True,
                               timeout=COMPILE_TIMEOUT_S)
-        if done.returncode != 0:
-            tmp.unlink(missing_ok=True)
-            raise RuntimeError(f"the C compiler failed: {done.stderr.strip()[-300:]}")
-        tmp.replace(lib)  # atomic: another process never loads a half-written library
-    return lib
+        if done.returncode == 0:
+            tmp.replace(lib)  # atomic: another process never loads a half-written library
+            return lib
+        tmp.unlink(missing_ok=True)
+        failed = done.stderr.strip()[-300:]
+    raise RuntimeError(f"the C compiler failed: {failed}")
 
 
 def _load(path: Path):
     lib = ctypes.CDLL(str(path))
     if not lib.native_rows_supported():
         raise RuntimeError("this CPU lacks AVX2 or FMA")
-    lib.native_rows.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_long] * 3
+    lib.native_rows.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_long] * 4
     lib.native_rows.restype = None
     return lib
 
@@ -107,8 +116,9 @@ def panels(weight: torch.Tensor) -> torch.Tensor:
     return w.reshape(padded // PANEL, PANEL, k).transpose(1, 2).contiguous()  # [padded / PANEL, in, PANEL]
 
 
-def product(wp: torch.Tensor, x: torch.Tensor, out_features: int) -> torch.Tensor:
-    """x [M, in] @ weight^T -> [M, out_features], the weight given as its panels (float32, CPU)."""
+def product(wp: torch.Tensor, x: torch.Tensor, out_features: int, threads: int | None = None) -> torch.Tensor:
+    """x [M, in] @ weight^T -> [M, out_features], the weight given as its panels (float32, CPU), its panels shared
+    out on `threads` threads (torch's count by default; one where the library was built without OpenMP)."""
     lib = _library()
     if lib is None:
         raise RuntimeError(f"the native few-row product is unavailable: {why_unavailable()}")
@@ -118,5 +128,6 @@ def product(wp: torch.Tensor, x: torch.Tensor, out_features: int) -> torch.Tenso
             or x.dtype != torch.float32:
         raise ValueError(f"panels {tuple(wp.shape)} {wp.dtype} do not fit x {tuple(x.shape)} {x.dtype}")
     y = torch.empty(rows, wp.shape[0] * PANEL)  # [M, padded out]
-    lib.native_rows(x.data_ptr(), wp.data_ptr(), y.data_ptr(), rows, y.shape[1], k)
+    threads = torch.get_num_threads() if threads is None else threads
+    lib.native_rows(x.data_ptr(), wp.data_ptr(), y.data_ptr(), rows, y.shape[1], k, max(1, int(threads)))
     return y if y.shape[1] == out_features else y[:, :out_features]

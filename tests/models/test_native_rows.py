@@ -5,6 +5,8 @@ and a cached plan naming it is measured again."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -15,15 +17,17 @@ needs_native = pytest.mark.skipif(not native_rows.available(),
 
 
 @needs_native
+@pytest.mark.parametrize("threads", [1, 2, 3])
 @pytest.mark.parametrize("out_features, in_features", [(1000, 48), (32, 576), (37, 13), (16, 1)])
-def test_the_native_product_is_the_stock_product(out_features, in_features):
+def test_the_native_product_is_the_stock_product(out_features, in_features, threads):
+    """On several threads each takes a share of the panels (16 outputs each; 37 outputs make 3 panels)."""
     torch.manual_seed(out_features)
     w = torch.randn(out_features, in_features)  # [out, in]
     wp = native_rows.panels(w)
     assert wp.shape == (-(-out_features // 16), in_features, 16)
     for rows in (1, 2, 3, 4, 5, 6, 7, 12, 13):
         x = torch.randn(rows, in_features)  # [rows, in]
-        got = native_rows.product(wp, x, out_features)  # [rows, out]
+        got = native_rows.product(wp, x, out_features, threads=threads)  # [rows, out]
         assert got.shape == (rows, out_features)
         torch.testing.assert_close(got, x @ w.T, rtol=1e-5, atol=1e-4)  # sums of up to 576 terms: rounding
 
@@ -77,3 +81,14 @@ def test_without_a_compiler_it_says_why_and_is_not_offered(monkeypatch, tmp_path
         native_rows.product(torch.zeros(1, 4, 16), torch.zeros(1, 4), 16)
     with pytest.raises(ValueError, match="need what this torch build lacks"):
         few_rows.PlannedProjection(few_rows.PackedProjection(torch.nn.Linear(4, 16)), {1: "native"})
+
+
+@needs_native
+def test_its_threads_are_torchs_own_openmp_threads():
+    """Built with OpenMP, the library runs on the runtime torch loaded (the same soname): a second runtime's
+    threads would fight torch's for the cores (a helper thread of its own made a 2-thread forward 1.7x slower)."""
+    maps = Path("/proc/self/maps")
+    if not maps.is_file():
+        pytest.skip("no /proc/self/maps here")
+    runtimes = {line.split()[-1] for line in maps.read_text().splitlines() if "libgomp" in line or "libiomp" in line}
+    assert len(runtimes) <= 1, runtimes
