@@ -35,6 +35,7 @@ from decoding.models.packed_linear import PackedProjection
 SPLITS = 4  # column blocks of the split product
 PLAN_ROWS_MAX = 64  # the largest tree forward a plan covers (the packed buckets' largest)
 ONEDNN_ROWS_HINT = 8  # the row count oneDNN reorders a weight for; one reordered copy serves every row count
+NATIVE_ROWS_MAX = 8  # the native product reads every weight once per block of 6 rows: beyond 8 rows, others
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ class Product:
     about: str
     run: Callable[[PlannedProjection, torch.Tensor], torch.Tensor]  # (projection, x [M, in]) -> [M, out]
     available: Callable[[], bool] = lambda: True  # whether this torch build can run it
+    max_rows: int = PLAN_ROWS_MAX  # the most rows a plan runs it for (products.plan_from)
 
 
 def _stock(proj: PlannedProjection, x: torch.Tensor) -> torch.Tensor:
@@ -109,9 +111,14 @@ PRODUCTS: dict[str, Product] = {
                       onednn_available),
     "numpy": Product("numpy's matmul (its BLAS, OpenBLAS in the wheels) on the weight's transposed view", _numpy),
     "split": Product(f"F.linear over {SPLITS} column blocks of the weight, concatenated", _split),
-    "native": Product("native_rows.c, compiled here: each weight read once for up to 6 rows (one thread)", _native,
-                      native_rows.available),
+    "native": Product("native_rows.c, compiled here: each weight read once for up to 6 rows", _native,
+                      native_rows.available, max_rows=NATIVE_ROWS_MAX),
 }
+
+
+def row_limits() -> dict[str, int]:
+    """Method -> the most rows a plan runs it for."""
+    return {name: product.max_rows for name, product in PRODUCTS.items()}
 
 
 def available_products() -> tuple[str, ...]:

@@ -29,7 +29,15 @@ from pathlib import Path
 
 import torch
 
-from decoding.models.few_rows import apply_plan, available_products, pad_of, plan_of, prepare_copies, release_copies
+from decoding.models.few_rows import (
+    apply_plan,
+    available_products,
+    pad_of,
+    plan_of,
+    prepare_copies,
+    release_copies,
+    row_limits,
+)
 from decoding.models.target import score_tree
 from decoding.run import engine
 from decoding.run.config import DecodeConfig
@@ -219,7 +227,7 @@ def measure(pair, key: dict, progress: Progress, *, root: Path | None = None, fr
         methods = available_products()
         progress(f"timing the target forward with each product method ({', '.join(methods)})")
         forward_ms = method_table(pair, prompt_ids, methods, forward=forward)
-        plan = products.expand(products.choose(forward_ms), PLAN_ROWS)
+        plan = products.plan_from(forward_ms, row_limits())
         release_copies(lean, set(plan.values()))  # the losers' weight copies (a model's size each)
     else:
         notes.append(f"no lean CPU target ({target_words(pair)}): the stock products only")

@@ -58,6 +58,25 @@ def expand(chosen: dict[int, str], measured: tuple[int, ...], up_to: int = PLAN_
     return plan
 
 
+def plan_from(forward_ms: dict[int, dict[str, float]], limits: dict[str, int], margin: float = MARGIN
+              ) -> dict[int, str]:
+    """The plan for every row count (choose, then expand), where a method is not run past its row limit
+    (`limits`: method -> the most rows it is meant for; the native product re-reads every weight once per block
+    of 6 rows): the row counts above the largest timed size take the fastest method there without a lower
+    limit (stock when none beats it), as a default 3,2,2 tree's 22 rows would otherwise run 4 blocks."""
+    plan = expand(choose(forward_ms, margin), tuple(forward_ms))
+    top = max(forward_ms)
+    wide = {m: ms for m, ms in forward_ms[top].items() if limits.get(m, PLAN_ROWS_MAX) >= PLAN_ROWS_MAX}
+    beyond = choose({top: wide}, margin).get(top) if "stock" in wide else None
+    for n in range(1, PLAN_ROWS_MAX + 1):
+        if limits.get(plan.get(n, "stock"), PLAN_ROWS_MAX) < n:
+            if beyond is None:
+                del plan[n]
+            else:
+                plan[n] = beyond
+    return plan
+
+
 def pad_trials(curve: Curve, up_to: int = PADDED_ROWS_MAX, slack: float = PAD_TRY) -> dict[int, int]:
     """Timed size (up to `up_to`) -> the cheapest larger timed size up to PAD_TO_MAX, where that one was timed
     at most `slack` dearer: the paddings worth timing."""

@@ -115,6 +115,19 @@ def test_the_choice_made_at_a_measured_size_holds_up_to_the_next_one():
     assert products.expand({2: "split"}, measured=(2, 8), up_to=3) == {1: "split", 2: "split", 3: "split"}
 
 
+def test_a_method_is_not_run_past_its_row_limit():
+    """The native product (limit 8 rows) chosen at 8 rows does not stretch to a 22-row tree: above the largest
+    timed size the fastest method without a limit takes over, or stock where none beats it."""
+    measured = {1: {"stock": 52.0, "onednn": 34.0, "native": 21.0}, 4: {"stock": 81.0, "onednn": 31.0, "native": 26.0},
+                8: {"stock": 91.0, "onednn": 39.4, "native": 38.8}}
+    plan = products.plan_from(measured, few_rows.row_limits())
+    assert few_rows.row_limits()["native"] == 8 and few_rows.row_limits()["onednn"] == few_rows.PLAN_ROWS_MAX
+    assert plan == {**{n: "native" for n in range(1, 9)}, **{n: "onednn" for n in range(9, 65)}}
+    slow = {**measured, 8: {"stock": 40.0, "onednn": 39.4, "native": 30.0}}  # onednn within the margin at 8
+    assert products.plan_from(slow, few_rows.row_limits()) == {n: "native" for n in range(1, 9)}
+    assert products.plan_from(measured, {}) == {n: "native" for n in range(1, 65)}  # no limits: as expand does
+
+
 def test_a_pair_describes_the_product_plan_its_p_is_computed_with(tiny, tiny_matching_folders):
     """ModelPair.describe() (what a trace's `models` records) names the lean target's plan while one is on."""
     from dataclasses import replace
