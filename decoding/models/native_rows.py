@@ -6,8 +6,9 @@ of SmolLM2-135M and 56.6 ms for 4 rows; oneDNN took 29.9 ms for 4 rows and 38 ms
 native_rows.c streams a panel copy of each weight once for up to 6 rows (docs/speed.md, "A product compiled
 here").
 
-It is compiled from the shipped C source with the machine's C compiler (`$CC`, else `cc`), for AVX2 + FMA,
-once per machine: the library lands in <specscope cache>/native/, named by a digest of the source, the flags
+It is compiled from the shipped C source with the machine's C compiler (`$CC`, else `cc`), for AVX2 + FMA and
+with OpenMP where the compiler has it (a product's panels shared out on the OpenMP runtime torch loaded, whose
+soname it links: torch's own threads, not a second pool fighting them for the cores), once per machine: the library lands in <specscope cache>/native/, named by a digest of the source, the flags
 and the compiler's version, and is reused after. Where there is no compiler, the compile fails, the CPU lacks
 AVX2 or FMA, or SPECSCOPE_NO_NATIVE is set, `available()` is False and says why (`why_unavailable()`); the
 calibration then never times the method. No user input reaches the compiler: it only ever builds this file.
