@@ -8,8 +8,9 @@ here").
 
 It is compiled from the shipped C source with the machine's C compiler (`$CC`, else `cc`), for AVX2 + FMA and
 with OpenMP where the compiler has it (a product's panels shared out on the OpenMP runtime torch loaded, whose
-soname it links: torch's own threads, not a second pool fighting them for the cores), once per machine: the library lands in <specscope cache>/native/, named by a digest of the source, the flags
-and the compiler's version, and is reused after. Where there is no compiler, the compile fails, the CPU lacks
+soname it links: torch's own threads, not a second pool fighting them for the cores), once per machine: the
+library lands in <specscope cache>/native/, named by a digest of the source, the flags and the compiler's
+version, and is reused after. Where there is no compiler, the compile fails, the CPU lacks
 AVX2 or FMA, or SPECSCOPE_NO_NATIVE is set, `available()` is False and says why (`why_unavailable()`); the
 calibration then never times the method. No user input reaches the compiler: it only ever builds this file.
 
