@@ -92,3 +92,24 @@ def test_its_threads_are_torchs_own_openmp_threads():
         pytest.skip("no /proc/self/maps here")
     runtimes = {line.split()[-1] for line in maps.read_text().splitlines() if "libgomp" in line or "libiomp" in line}
     assert len(runtimes) <= 1, runtimes
+
+
+@needs_native
+def test_users_calling_it_at_once_each_get_their_own_product():
+    """The app serves several users from one process: their forwards call the kernel from several Python threads
+    at once (ctypes lets go of the GIL), each an OpenMP parallel region of its own."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    torch.manual_seed(3)
+    w = torch.randn(4000, 256)  # [out, in]: a product long enough (~0.5 ms) for calls to overlap
+    wp = native_rows.panels(w)
+    xs = [torch.randn(rows, 256) for rows in (1, 2, 3, 4, 5, 6, 7, 9) * 2]  # [rows, in] each
+
+    def one(x):
+        return [native_rows.product(wp, x, 4000, threads=2) for _ in range(10)]
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(one, xs))
+    for x, outs in zip(xs, results, strict=True):
+        for got in outs:
+            torch.testing.assert_close(got, x @ w.T, rtol=1e-5, atol=1e-4)
