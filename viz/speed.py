@@ -117,15 +117,15 @@ def _cost_curve(fig: go.Figure, facts: SpeedFacts) -> None:
     one = facts.planned[0][1] or 1.0
     rows = [str(n) for n, _ in facts.planned]
     drafts = [f"draft {n}" for n, _ in facts.draft]
-    fig.add_bar(x=[str(n) for n, _ in facts.stock], y=[ms / (facts.stock[0][1] or 1.0) for _, ms in facts.stock],
+    stock = [ms / (facts.stock[0][1] or 1.0) for _, ms in facts.stock]
+    planned, draft = [ms / one for _, ms in facts.planned], [ms / one for _, ms in facts.draft]
+    fig.add_bar(x=[str(n) for n, _ in facts.stock], y=stock,
                 name="stock products", marker_color=RESIDUAL_COLOR, legend="legend", row=1, col=1)
-    fig.add_bar(x=rows, y=[ms / one for _, ms in facts.planned], name="with this machine's plan",
+    fig.add_bar(x=rows, y=planned, name="with this machine's plan",
                 marker_color=P_COLOR, legend="legend", row=1, col=1)
-    fig.add_bar(x=drafts, y=[ms / one for _, ms in facts.draft], name="one draft level over N parents",
+    fig.add_bar(x=drafts, y=draft, name="one draft level over N parents",
                 marker_color=Q_COLOR, legend="legend", row=1, col=1)
-    ratios = [ms / one for _, ms in facts.planned + facts.draft] + [ms / (facts.stock[0][1] or 1.0)
-                                                                     for _, ms in facts.stock]
-    ticks = log_ticks(ratios)  # a GPU's flat curve and a CPU's steep one on one scale, labelled 1-2-5
+    ticks = log_ticks(stock + planned + draft)  # a GPU's flat curve and a CPU's steep one on one scale, 1-2-5
     fig.update_yaxes(type="log", tickvals=ticks, ticktext=[f"{t:g}" for t in ticks], row=1, col=1)
     fig.update_xaxes(categoryorder="array", categoryarray=rows + drafts, title_text="rows in one forward",
                      row=1, col=1)

@@ -36,7 +36,7 @@ class HeadProducts:
 
 class LeanHead:
     def __init__(self, module: DraftHead, lm_rows: torch.Tensor) -> None:
-        self.module, self.config = module, module.config
+        self.module = module
         self.lean_layers = [HeadProducts(*(PackedProjection(m) for m in (module.fc, module.gate, module.up,
                                                                           module.down)))]
         self.head = PackedProjection(SimpleNamespace(weight=lm_rows, bias=None))  # [.., hidden] -> [.., H]

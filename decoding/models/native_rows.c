@@ -2,14 +2,14 @@
  *
  * Why: a verify multiplies a few rows (a draft tree's nodes) by every weight of the model, and at this size a
  * CPU product is bound by reading the weight. BLAS libraries' few-row GEMMs re-pack or re-read it (docs/speed.md,
- * "Few-row products"); this kernel streams each weight once, whatever M is up to 8, so a verify of 4 rows
+ * "Few-row products"); this kernel streams each weight once for up to BLOCK (6) rows, so a verify of 3 rows
  * costs about what one row costs.
  *
  * Layout: the weight is copied once into panels of 16 outputs, wp [N / 16][K][16] (N padded to a multiple of
  * 16 with zero rows): one panel is one contiguous stream, read front to back. For each k, the 16 weights of the
- * panel are multiplied by x[m, k] for every row m (AVX2 + FMA, 8 floats a register). Rows 1-4 keep both
- * halves of the panel in 2 M accumulators; rows 5-8 take the halves one after the other (the panel, 36 KB for
- * K = 576, is in the cache for the second half). More rows than 8 run in blocks of 8.
+ * panel are multiplied by x[m, k] for every row m (AVX2 + FMA, 8 floats a register), both halves of the panel
+ * in 2 M accumulators. More rows than BLOCK run in blocks of BLOCK, each streaming the panel again (36 KB for
+ * K = 576: the second block mostly reads it from the cache).
  * The prefetch asks for the panel PREFETCH floats ahead: the hardware prefetcher alone left a 4-row product
  * waiting on memory (a load stream and 8 FMAs a line did not overlap).
  */

@@ -78,9 +78,9 @@ def _build() -> Path:
     with OpenMP where the compiler has it, else without."""
     cc = _compiler()
     version = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30).stdout
-    candidates = []  # (flags, library path), OpenMP first
+    source, candidates = SOURCE.read_text(), []  # candidates: (flags, library path), OpenMP first
     for flags in ((*FLAGS, OPENMP), FLAGS):
-        digest = hashlib.sha256("\0".join([SOURCE.read_text(), " ".join(flags), version]).encode()).hexdigest()[:12]
+        digest = hashlib.sha256("\0".join([source, " ".join(flags), version]).encode()).hexdigest()[:12]
         candidates.append((flags, cache_root() / "native" / f"native_rows-{digest}.so"))
     built = [lib for _, lib in candidates if lib.is_file()]
     if built:
