@@ -4,8 +4,11 @@ Why: the exact law comes from the entry's `conditional` (step_law); the histogra
 code that actually runs (`judge` -> `verify`) over fresh uniforms. A wrong `verify` shows as a
 mismatch, measured by a chi-square test. At a large vocabulary one `verify` costs milliseconds, so
 the rows are first compressed to the tokens that matter (the tree's tokens and the top tokens of
-every p and q row) plus one "rest" token holding the remaining mass; the exact law beside the
-histogram is recomputed on the very same compressed rows, so the comparison stays exact.
+every p and q row) plus a few "rest" tokens sharing the remaining mass equally; the exact law beside
+the histogram is recomputed on the very same compressed rows, so the comparison stays exact. The rest
+is split so that no rest token outweighs a row's largest kept token: a verifier that reads a row's
+argmax (SpecHub's hub is argmax q) sees the same argmax after compression. One rest token holding the
+tail of a flat q had become the hub, and a compared SpecHub step failed on every retry.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ class MonteCarlo:
 
 
 def compress(tree: DraftTree, p: torch.Tensor, q: torch.Tensor) -> tuple[DraftTree, torch.Tensor, torch.Tensor]:
-    """Rows restricted to the kept tokens plus one rest token (last id); tree tokens renumbered."""
+    """Rows restricted to the kept tokens plus the rest tokens (the last ids); tree tokens renumbered."""
     V = p.shape[-1]
     if V <= COMPRESS_ABOVE:
         return tree, p, q
@@ -43,13 +46,31 @@ def compress(tree: DraftTree, p: torch.Tensor, q: torch.Tensor) -> tuple[DraftTr
     ids = torch.tensor(sorted(keep), dtype=torch.long)
     new_id = {int(t): i for i, t in enumerate(ids.tolist())}
 
-    def squeeze(rows: torch.Tensor) -> torch.Tensor:  # [N, V] -> [N, len(ids) + 1]
-        kept = rows.index_select(-1, ids)
-        rest = (rows.sum(-1, keepdim=True) - kept.sum(-1, keepdim=True)).clamp_min(0.0)
-        return torch.cat([kept, rest], dim=-1)
-
+    rows = [_kept_and_rest(r, ids) for r in (p, q)]
+    pieces = rest_pieces(rows, V - len(ids))
+    ps, qs = (torch.cat([kept, (rest / pieces).expand(-1, pieces)], dim=-1) for kept, rest in rows)  # [N, K + pieces]
     small = DraftTree(tuple(new_id[t] for t in tree.tokens), tree.parents, tree.draws)
-    return small, squeeze(p), squeeze(q)
+    return small, ps, qs
+
+
+def _kept_and_rest(rows: torch.Tensor, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """rows [N, V] -> (the kept columns [N, K], the mass outside them [N, 1])."""
+    kept = rows.index_select(-1, ids)
+    return kept, (rows.sum(-1, keepdim=True) - kept.sum(-1, keepdim=True)).clamp_min(0.0)
+
+
+def rest_pieces(rows: list[tuple[torch.Tensor, torch.Tensor]], most: int) -> int:
+    """How many equal rest tokens the rest mass is split into, so that no rest token outweighs the largest kept
+    token of its row: floor(rest / largest kept) + 1 over every (kept [N, K], rest [N, 1]) row with mass kept,
+    at most `most` (the tokens the rest stands for: each weighs at most a kept top token, so their mean does
+    too, and a tie goes to the kept token, which has the lower id)."""
+    need = 1
+    for kept, rest in rows:
+        top = kept.max(-1, keepdim=True).values  # [N, 1]
+        live = top > 0  # a leaf's q row is all zeros
+        if bool(live.any()):
+            need = max(need, int(torch.floor(rest[live] / top[live]).max()) + 1)
+    return max(1, min(need, most))
 
 
 def run(entry: Verifier, tree: DraftTree, p: torch.Tensor, q: torch.Tensor, draws: int, seed: int) -> MonteCarlo:

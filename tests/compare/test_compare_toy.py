@@ -183,6 +183,26 @@ def test_compression_keeps_the_comparison_exact() -> None:
     assert mc.pvalue > PVALUE
 
 
+def test_compression_keeps_every_rows_argmax_so_a_hub_pair_stays_one() -> None:
+    """A flat q's tail outweighs its top token. As one rest token it became SpecHub's hub (argmax q), and a
+    compared SpecHub step at the real vocabulary failed the same way on every retry."""
+    V = 5000
+    tree = DraftTree.root(0).add_draws(0, [7, 9], merge=False)  # a hub pair: 7 is argmax q
+    q = torch.zeros(len(tree), V, dtype=torch.float64)  # the leaves have no q
+    q[0] = 1.0
+    q[0, 7] = 50.0  # 1 % of the mass; the tokens compression drops hold about 98 %
+    q[0] /= q[0].sum()
+    p = torch.softmax(torch.randn(len(tree), V, generator=torch.Generator().manual_seed(5), dtype=torch.float64), -1)
+    small, ps, qs = montecarlo.compress(tree, p, q)
+    assert qs.shape[-1] < V // 10  # still compressed
+    assert int(torch.argmax(qs[0])) == small.tokens[1]  # the hub is still the hub
+    assert torch.allclose(qs[0].sum(), torch.tensor(1.0, dtype=torch.float64))
+    assert torch.allclose(ps.sum(-1), torch.ones(len(tree), dtype=torch.float64))
+    assert torch.equal(ps.max(-1).values, p.max(-1).values)  # no rest token outweighs p's top either
+    mc = montecarlo.run(VERIFIERS["spechub"], tree, p, q, draws=1500, seed=3)
+    assert mc.pvalue > PVALUE
+
+
 def test_cli_compare_contract_and_refusal(tmp_path, capsys) -> None:
     out = tmp_path / "c.json"
     rc = main(["compare", "--pair", "toy", "--prompt", "the cat", "--verifiers", "rrs,rrs_wor,spectr,pointmass",
