@@ -47,7 +47,7 @@ def compress(tree: DraftTree, p: torch.Tensor, q: torch.Tensor) -> tuple[DraftTr
     new_id = {int(t): i for i, t in enumerate(ids.tolist())}
 
     rows = [_kept_and_rest(r, ids) for r in (p, q)]
-    pieces = rest_pieces(rows, V - len(ids))
+    pieces = _rest_pieces(rows, V - len(ids))
     ps, qs = (torch.cat([kept, (rest / pieces).expand(-1, pieces)], dim=-1) for kept, rest in rows)  # [N, K + pieces]
     small = DraftTree(tuple(new_id[t] for t in tree.tokens), tree.parents, tree.draws)
     return small, ps, qs
@@ -59,7 +59,7 @@ def _kept_and_rest(rows: torch.Tensor, ids: torch.Tensor) -> tuple[torch.Tensor,
     return kept, (rows.sum(-1, keepdim=True) - kept.sum(-1, keepdim=True)).clamp_min(0.0)
 
 
-def rest_pieces(rows: list[tuple[torch.Tensor, torch.Tensor]], most: int) -> int:
+def _rest_pieces(rows: list[tuple[torch.Tensor, torch.Tensor]], most: int) -> int:
     """How many equal rest tokens the rest mass is split into, so that no rest token outweighs the largest kept
     token of its row: floor(rest / largest kept) + 1 over every (kept [N, K], rest [N, 1]) row with mass kept,
     at most `most` (the tokens the rest stands for: each weighs at most a kept top token, so their mean does
