@@ -19,7 +19,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from decoding.models import space
+from decoding.models.hub import space
 from decoding.verify.registry import VERIFIERS
 from ui import (
     api_tools,

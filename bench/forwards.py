@@ -8,7 +8,7 @@ slows every variant alike), median milliseconds per call:
   (lean_target.py);
 - target verify of N rows (N causal rows: a tree mask costs nothing, docs/speed.md), stock
   `F.linear` products vs MKL-packed products (packed_linear.py) vs the lean target (packed);
-- draft, one token: transformers' int8 self-draft (embedded.int8_self_draft) vs the lean int8 draft
+- draft, one token: transformers' int8 self-draft (embedded/self_draft.py) vs the lean int8 draft
   (lean_draft.py), full head and a head over the first 16384 ids.
 The ratio column divides by the one-token target forward.
 """
@@ -29,9 +29,8 @@ CONTEXT = 200
 
 def _cached_call(model, rows: int, packed: bool) -> Callable[[], None]:
     """A call that feeds `rows` new tokens (a chain, causal) on a cached context, then drops them again."""
-    from decoding.models.packed_linear import packed_products
-    from decoding.models.treelm import HFTreeLM
-
+    from decoding.models.hf_treelm import HFTreeLM
+    from decoding.models.lean.packed_linear import packed_products
     lm = HFTreeLM(model)
     lm.start(torch.randint(10, 40000, (CONTEXT,), generator=torch.Generator().manual_seed(0)).tolist())
     with torch.inference_mode():  # the root, cached once
@@ -48,10 +47,12 @@ def _cached_call(model, rows: int, packed: bool) -> Callable[[], None]:
 
 
 def variants(rows: list[int]) -> dict[str, Callable[[], None]]:
-    from decoding.models import embedded, lean_draft, lean_target, pairs
-
+    from decoding.models import pairs
+    from decoding.models.embedded.self_draft import transformers_self_draft
+    from decoding.models.lean import int8_draft as lean_draft
+    from decoding.models.lean import target as lean_target
     target = pairs.load_pair("embedded", device="cpu").target_model
-    hf_draft = embedded.int8_self_draft(target)
+    hf_draft = transformers_self_draft(target)
     lean = lean_target.LeanFloatLlama(target)
     calls = {"target, 1 token": _cached_call(target, 1, packed=False),
              "target, 1 token, lean": _cached_call(lean, 1, packed=False)}
@@ -61,8 +62,6 @@ def variants(rows: list[int]) -> dict[str, Callable[[], None]]:
         calls[f"target verify, {n} rows, lean packed"] = _cached_call(lean, n, packed=True)
     calls["draft 1 token, transformers int8"] = _cached_call(hf_draft, 1, packed=False)
     calls["draft 1 token, lean int8"] = _cached_call(lean_draft.LeanInt8Llama(target), 1, packed=False)
-    calls[f"draft 1 token, lean int8, head {pairs.FAST_HEAD_SIZE}"] = _cached_call(
-        lean_draft.LeanInt8Llama(target, head_size=pairs.FAST_HEAD_SIZE), 1, packed=False)
     return calls
 
 

@@ -90,16 +90,16 @@ def assisted(pair, case: Case) -> Timed:
 
 def transformers_draft(pair):
     """The pair's draft as a transformers model (`assistant_model=` needs one). The embedded pairs run
-    their int8 self-draft through lean_draft's forward; transformers gets the same draft function built
-    its own way (pairs.transformers_self_draft), once per process."""
-    from decoding.models import lean_draft, pairs
-
+    their int8 self-draft through the lean int8 forward; transformers gets the same draft function built
+    its own way (embedded/self_draft.transformers_self_draft), once per process."""
+    from decoding.models.embedded.self_draft import transformers_self_draft
+    from decoding.models.lean import int8_draft as lean_draft
+    from decoding.models.loaded import cached
     draft = pair.draft_model
     if not isinstance(draft, lean_draft.LeanInt8Llama):
         return draft
-    size = None if draft.head_size == draft.vocab else draft.head_size
-    return pairs.cached((f"transformers-int8-draft:{pair.target_name}:{size}", "cpu", "qint8"),
-                        lambda: pairs.transformers_self_draft(pair.target_model, size))
+    return cached((f"transformers-int8-draft:{pair.target_name}", "cpu", "qint8"),
+                  lambda: transformers_self_draft(pair.target_model))
 
 
 def prompt_lookup(pair, case: Case) -> Timed:

@@ -64,15 +64,14 @@ def _module(name: str, source: str, folder: Path, **names) -> types.ModuleType:
 def baseline(rev: str):
     """visit_theory of revision `rev`: its theory_race, optimal and theory_wor, loaded side by side."""
     opt_src = _source(rev, "decoding/verify/optimal.py").replace(
-        "from decoding.verify.theory_race import wor_miss_prefixes", "wor_miss_prefixes = _race.wor_miss_prefixes"
+        "from decoding.verify.theory.race import wor_miss_prefixes", "wor_miss_prefixes = _race.wor_miss_prefixes"
     )
     with tempfile.TemporaryDirectory(prefix="bench_theory_") as tmp:  # the files are read once, at import
         folder = Path(tmp)
         race = _module("baseline_theory_race", _source(rev, "decoding/verify/theory_race.py"), folder)
         optimal = _module("baseline_optimal", opt_src, folder, _race=race)
         wor = _module("baseline_theory_wor", _source(rev, "decoding/verify/theory_wor.py"), folder)
-    from decoding.verify import theory
-
+    from decoding.verify.theory import routes as theory
     def old_visit(entry, p, q, k):
         p, q = theory.as_law(p), theory.as_law(q)
         if k == 1:

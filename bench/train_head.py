@@ -33,7 +33,8 @@ from pathlib import Path
 
 import torch
 
-from decoding.models import draft_head, embedded
+from decoding.models.embedded import model as embedded
+from decoding.models.head import weights as draft_head
 
 PROMPTS = draft_head.HEAD_DIR / "train_prompts.json"
 IM_START = 1  # SmolLM2's <|im_start|>: the answer starts 2 tokens after the last one

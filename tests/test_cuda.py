@@ -5,10 +5,10 @@
   through transformers' model and through the target's forward replayed from CUDA graphs (graphed_target.py);
 - that graphed forward equals transformers' forward in float32 (a prefill and tree calls of 1, 3 and 2 rows);
 - speculative greedy decoding with device cuda emits the target's own greedy tokens: on the embedded pair (target on
-  the GPU, the int8 self-draft on the CPU: pairs.int8_self_draft) and on the embedded-head pair (target and head
-  on the GPU), both scored by the graphed forward (pairs.scoring_target);
+  the GPU, the int8 self-draft on the CPU: embedded/self_draft.py) and on the embedded-head pair (target and head
+  on the GPU), both scored by the graphed forward (models/scoring.py);
 - a custom pair of tiny llama folders in bfloat16: target and draft both graphed on their own weights
-  (pairs.on_device), the forward equal to transformers', greedy equal to `generate()`;
+  (models/scoring.py), the forward equal to transformers', greedy equal to `generate()`;
 - one app Step (the ui handler) with the device set to cuda (SPECSCOPE_DEVICE, what ui/decode.device reads).
 """
 
@@ -22,9 +22,11 @@ import pytest
 import torch
 
 from decoding.models import pairs as models
-from decoding.models.graphed_target import GraphedLlama
+from decoding.models import scoring
+from decoding.models.cuda.graphed_target import GraphedLlama
+from decoding.models.embedded.model import MODEL_NAME
+from decoding.models.hf_treelm import HFTreeLM
 from decoding.models.target import score_tree
-from decoding.models.treelm import HFTreeLM
 from decoding.run import engine
 from decoding.run.config import DecodeConfig
 from decoding.verify.tree import DraftTree
@@ -71,8 +73,8 @@ def test_the_one_pass_tree_forward_equals_one_forward_per_path_in_bfloat16(pair,
 def test_the_graphed_target_equals_the_transformers_forward_on_cuda(pair) -> None:
     """float32 on the GPU: a prefill, then tree calls of 1, 3 and 2 rows replayed from graphs (padded to 1, 4, 2)."""
     graphed = GraphedLlama(pair.target_model)
-    assert graphed.graphs and pair.target_session().model is models.scoring_target(pair.target_model,
-                                                                                      models.embedded.MODEL_NAME)
+    assert graphed.graphs and pair.target_session().model is scoring.scoring_target(pair.target_model,
+                                                                                      MODEL_NAME)
     assert_same_forward(pair.target_model, graphed, seed=3, tol=2e-3)
     gc.collect()  # the dropped cache's slots go back to the model with their graphs
     assert len(graphed.spare) == 1 and set(graphed.spare[0].graphs) == {8, 1, 4, 2}  # prefill 8, then 1, 3, 2 rows

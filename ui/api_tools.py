@@ -22,8 +22,9 @@ from decoding.lab.trees import parse_shape
 from decoding.models.pairs import load_pair
 from decoding.run import engine
 from decoding.run.schema import step_to_dict
-from decoding.verify import optimal, theory
 from decoding.verify.registry import VERIFIERS
+from decoding.verify.theory import optimal
+from decoding.verify.theory import routes as theory
 from ui.caps import Caps
 from ui.endpoints import public
 from ui.lab import check_size

@@ -25,7 +25,7 @@ import gradio as gr
 from decoding.compare.selection import check_selection
 from decoding.compare.session import CompareRun
 from decoding.models import pairs as models
-from decoding.models import space
+from decoding.models.hub import space
 from decoding.run import engine, replay
 from decoding.run import recorder as recording
 from decoding.run.config import DecodeConfig

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 
 import torch
 
+from decoding.compare import crn
+from decoding.compare.forest import Forest, build_forest
 from decoding.models.treelm import TreeLM, with_guess
 from decoding.run.config import DecodeConfig
-from decoding.verify import crn, laws, sampling
-from decoding.verify.forest import Forest, build_forest
+from decoding.verify import laws, sampling
 from decoding.verify.tree import DraftTree
 
 Warp = Callable[..., torch.Tensor]

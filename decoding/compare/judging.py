@@ -9,9 +9,9 @@ import torch
 from decoding.compare import montecarlo
 from decoding.compare.drafting import ForestDraft
 from decoding.run.compare_schema import CompareVerdict, CompareVisit
-from decoding.verify import theory
 from decoding.verify.entry import Verifier
 from decoding.verify.step_law import accepted_length_law, expected_tokens
+from decoding.verify.theory import routes as theory
 from decoding.verify.tree import DraftTree
 from decoding.verify.walk import Walk
 

@@ -18,6 +18,13 @@ import numpy as np
 import torch
 from numpy.lib.stride_tricks import sliding_window_view
 
+from decoding.models.embedded import model as embedded
+from decoding.models.embedded.pair import embedded_parts
+from decoding.models.hf_treelm import HFTreeLM
+from decoding.models.hub.custom import custom_target
+from decoding.models.hub.load import resolve_device, resolve_spec
+from decoding.models.model_pair import ModelPair, Progress
+from decoding.models.scoring import on_device, scoring_target
 from decoding.models.treelm import ContextTreeLM
 
 NGRAM_SIZES = (3, 2)  # longest first; a 1-gram match guesses right too rarely to pay a verify row
@@ -52,3 +59,21 @@ def lookup_logits(context_ids: list[int], vocab_size: int) -> torch.Tensor:
 def lookup_session(vocab_size: int) -> ContextTreeLM:
     """A fresh prompt-lookup drafter; its `forwards` stays 0."""
     return ContextTreeLM(lambda ids: lookup_logits(ids, vocab_size), vocab_size, counts_forwards=False)
+
+
+def lookup_pair(target: str | None, device: str, progress: Progress) -> ModelPair:
+    """The `lookup` pair: the embedded target (or `target`, a hub id or local folder) and this drafter."""
+    device = resolve_device(device)
+    if target:
+        model, codec, name, dtype = custom_target(target, device, progress)
+        scorer = on_device(model, resolve_spec(target)[0])
+    else:
+        model, codec = embedded_parts(device, progress)
+        name, dtype = embedded.MODEL_NAME, "float32"
+        scorer = scoring_target(model, embedded.MODEL_NAME)
+    vocab = codec.vocab_size
+    return ModelPair(
+        kind="lookup", target_name=name, draft_name="prompt lookup (trailing 3/2-gram, no model)", codec=codec,
+        new_target=lambda: HFTreeLM(scorer, vocab), new_draft=lambda: lookup_session(vocab),
+        device=device, dtype=dtype, target_model=model,
+    )

@@ -13,6 +13,7 @@ from functools import cache
 
 import torch
 
+from decoding.models.model_pair import ModelPair
 from decoding.models.treelm import ContextTreeLM
 
 VOCAB = ("<eos>", " the", " cat", " dog", " sat", " on", " mat", " and", " ran", " a", " big", ".")
@@ -110,3 +111,10 @@ class ToyCodec:
     def decode(self, ids: list[int]) -> str:
         """The text of `ids`, without the <eos> marker."""
         return "".join(VOCAB[i] for i in ids if i != EOS)
+
+
+def toy_pair() -> ModelPair:
+    """The `toy` pair: this file's 12-word target and its perturbed draft."""
+    return ModelPair(kind="toy", target_name="toy target (12 words)", draft_name="toy draft (perturbed target)",
+                     codec=ToyCodec(), new_target=target_session, new_draft=draft_session,
+                     device="cpu", dtype="float32")

@@ -1,14 +1,10 @@
 """The model side of a step: next-token logits of draft-tree nodes, one forward per call.
 
 `TreeLM` is the protocol the engine, drafting and scoring code talk to. Three kinds implement it:
-- `HFTreeLM`: a transformers causal LM with a DynamicCache; a call is ONE forward over the new
-  nodes with a 4-D tree mask and depth positions (docs/speed.md, "Tree attention");
+- `HFTreeLM` (hf_treelm.py): a transformers causal LM with a DynamicCache; a call is ONE forward over the
+  new nodes with a 4-D tree mask and depth positions (tree_inputs.py; docs/speed.md, "Tree attention");
 - `ContextTreeLM`: a pure function of the token context (the toy pair, the prompt-lookup drafter);
 - both share `TreeBook`, the bookkeeping of the context, the current tree and its fed nodes.
-
-Cache layout of an `HFTreeLM` during a step: [committed prefix P][pending m][fed tree nodes, in
-the order they were fed]. Pending tokens are accepted tokens that were never fed (a draft leaf):
-they are fed, causally, in front of the tree nodes of the next step's first call.
 """
 
 from __future__ import annotations
@@ -18,7 +14,6 @@ from typing import Protocol, runtime_checkable
 
 import torch
 
-from decoding.models.packed_linear import packed_products, use_packed_projection
 from decoding.verify.tree import DraftTree
 
 
@@ -165,144 +160,3 @@ def with_guess(nodes: list[int], logits: torch.Tensor) -> tuple[list[int], torch
     """The nodes whose draft row [len(nodes), V] has a guess, and their rows [n, V] (the rest stay leaves)."""
     keep = proposes(logits)  # [len(nodes)]
     return [n for n, k in zip(nodes, keep.tolist(), strict=True) if k], logits[keep]
-
-
-def tree_rows_allowed(tree: DraftTree, nodes: list[int], slots: dict[int, int], base: int,
-                      n_cols: int) -> torch.Tensor:
-    """[len(nodes), n_cols] bool: a node row sees columns [0, base) and the slots of its path (itself included)."""
-    allowed = torch.zeros(len(nodes), n_cols, dtype=torch.bool)
-    allowed[:, :base] = True
-    for row, node in enumerate(nodes):
-        allowed[row, [slots[a] for a in tree.path(node)]] = True
-    return allowed
-
-
-def additive_mask(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """bool [n_new, n_cols] -> float [1, 1, n_new, n_cols]: 0 attend, finfo.min blocked (eager and sdpa)."""
-    mask = torch.zeros(allowed.shape, dtype=dtype)
-    mask.masked_fill_(~allowed, torch.finfo(dtype).min)
-    return mask[None, None]
-
-
-def step_inputs(tree: DraftTree, nodes: list[int], pending: list[int], slots: dict[int, int], n_cached: int,
-                base: int, filled: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Inputs of one tree call: ids [1, n_new], additive mask [1, 1, n_new, filled + n_new], positions [1, n_new].
-
-    The new tokens are `pending` (fed causally after the n_cached committed tokens) then `nodes`.
-    base = n_cached + every pending token: a tree row sees all of them, plus the slots of its path;
-    a node's position is base + its depth (siblings share one).
-    """
-    n_new = len(pending) + len(nodes)
-    pending_rows = torch.ones(len(pending), filled + n_new, dtype=torch.bool).tril(filled)
-    node_rows = tree_rows_allowed(tree, nodes, slots, base, filled + n_new)
-    allowed = torch.cat([pending_rows, node_rows])  # [n_new, filled + n_new]
-    depths = torch.tensor([tree.depths[n] for n in nodes], dtype=torch.long)
-    positions = torch.cat([torch.arange(n_cached, n_cached + len(pending)), base + depths])  # [n_new]
-    ids = torch.tensor([pending + [tree.tokens[n] for n in nodes]])  # [1, n_new]
-    return ids, additive_mask(allowed, dtype), positions[None]
-
-
-class HFTreeLM(TreeBook):
-    """A transformers causal LM behind the TreeLM protocol, with its own DynamicCache (one per session).
-
-    vocab_size: width of the returned logits; a narrower model is padded with -inf (a token the
-    model cannot produce), a wider one is cut (e.g. a draft whose embedding has more padding rows).
-    """
-
-    def __init__(self, model, vocab_size: int | None = None) -> None:
-        super().__init__()
-        self.model = model
-        use_packed_projection(model)  # few-row products packed once per row bucket; inert outside logits
-        self.model_vocab = int(model.config.get_text_config().vocab_size)
-        self.vocab_size = int(vocab_size or self.model_vocab)
-        self.cache = None
-        self.n_cached = 0  # committed prefix P in the cache
-        self.pending: list[int] = []  # accepted tokens not in the cache, fed before the next root
-        self.pending_fed = False  # the pending tokens were fed in this step's first call
-        self.slots: dict[int, int] = {}  # tree node -> its cache slot (this step)
-
-    @property
-    def device(self) -> torch.device:
-        return self.model.device
-
-    def start(self, context: list[int]) -> None:
-        from transformers import DynamicCache
-
-        self._reset(context)
-        new_cache = getattr(self.model, "new_cache", None)  # a lean model brings its own cache kind
-        self.cache = new_cache() if callable(new_cache) else DynamicCache()
-        self.n_cached, self.pending, self.pending_fed, self.slots = 0, [], False, {}
-        if len(context) > 1:
-            ids = torch.tensor([self.context[:-1]], device=self.device)  # [1, P]
-            with torch.inference_mode():
-                self._forward(ids, keep=1)
-            self.n_cached = len(context) - 1
-            self.prefills += 1
-
-    def logits(self, tree: DraftTree, nodes: list[int]) -> torch.Tensor:
-        self._admit(tree, nodes)
-        if not nodes:
-            return torch.empty(0, self.vocab_size)
-        pending = [] if self.pending_fed else self.pending  # fed once, in the step's first call
-        filled = self.cache.get_seq_length()  # prefix (+ pending) + nodes fed earlier in this step
-        self.slots.update({n: filled + len(pending) + i for i, n in enumerate(nodes)})
-        ids, mask, positions = step_inputs(tree, nodes, pending, self.slots, self.n_cached,
-                                           self.n_cached + len(self.pending), filled, self.model.dtype)
-        dev = self.device
-        with torch.inference_mode(), packed_products():
-            logits = self._forward(ids.to(dev), mask.to(dev), positions.to(dev), keep=len(nodes))
-        self.pending_fed = True
-        self.forwards += 1
-        return self._fit_vocab(logits[0, -len(nodes):].float().cpu())  # [len(nodes), V]
-
-    def _forward(self, ids: torch.Tensor, mask: torch.Tensor | None = None, positions: torch.Tensor | None = None,
-                 keep: int = 1) -> torch.Tensor:
-        """ONE model forward over ids [1, n] into the cache: logits [1, keep, V] of the last `keep` rows
-        (a subclass that also needs the rows' features overrides this)."""
-        out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, past_key_values=self.cache,
-                         use_cache=True, logits_to_keep=keep)
-        return out.logits
-
-    def _fit_vocab(self, logits: torch.Tensor) -> torch.Tensor:
-        width = logits.shape[-1]
-        if width > self.vocab_size:
-            return logits[:, : self.vocab_size]
-        if width < self.vocab_size:
-            pad = torch.full((logits.shape[0], self.vocab_size - width), float("-inf"))
-            return torch.cat([logits, pad], dim=-1)
-        return logits
-
-    def commit(self, path: list[int], next_token: int, tree: DraftTree | None = None) -> None:
-        tokens = self._path_tokens(path, tree)
-        fed_path = [n for n in path if n in self.slots]  # a prefix of the path: parents are fed first
-        keep = list(range(self.n_cached))
-        if self.pending_fed:
-            keep += range(self.n_cached, self.n_cached + len(self.pending))
-            self.pending = []
-        keep += [self.slots[n] for n in fed_path]
-        self._keep_cache(keep)
-        self.n_cached = len(keep)
-        self.pending = self.pending + tokens[len(fed_path):]
-        self.pending_fed, self.slots = False, {}
-        self.context = self.context + tokens[1:] + [int(next_token)]
-        self.tree, self.fed = None, {}
-
-    def _keep_cache(self, keep: list[int]) -> None:
-        """Keep only cache positions `keep` (in order) on every layer; a plain prefix is a slice."""
-        if self.cache is None or self.cache.get_seq_length() == len(keep) == 0:
-            return
-        if hasattr(self.cache, "keep"):  # a cache in one buffer gathers every layer at once (slot_cache.py)
-            self.cache.keep(keep)
-            return
-        contiguous = keep == list(range(len(keep)))
-        index = torch.tensor(keep, dtype=torch.long)
-        for layer in self.cache.layers:
-            if not getattr(layer, "is_initialized", False) or layer.keys.numel() == 0:
-                continue
-            if contiguous:
-                layer.keys = layer.keys[..., : len(keep), :]
-                layer.values = layer.values[..., : len(keep), :]
-            else:
-                idx = index.to(layer.keys.device)
-                layer.keys = layer.keys.index_select(-2, idx)
-                layer.values = layer.values.index_select(-2, idx)

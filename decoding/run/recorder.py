@@ -22,8 +22,8 @@ from decoding.run.schema import (
     VisitRecord,
 )
 from decoding.run.scored import ScoredTree
-from decoding.verify import theory
 from decoding.verify.entry import Verifier
+from decoding.verify.theory import routes as theory
 from decoding.verify.tree import DraftTree
 from decoding.verify.verdict import NodeVerdict
 from decoding.verify.walk import Walk

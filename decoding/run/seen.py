@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from decoding.verify import laws, theory
+from decoding.verify import laws
+from decoding.verify.theory import routes as theory
 
 WIDE_PER_STEP = 2  # visits per filled step whose A(2) is computed too
 MAX_LOGGED = 4096  # bounded memory: a run of many steps keeps its latest numbers

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import torch
 
-from decoding.models.few_rows import (
+from decoding.models.lean.few_rows import (
     apply_plan,
     available_products,
     pad_of,
@@ -197,7 +197,7 @@ def _scorer(pair):
 
 def lean_target_of(pair):
     """The pair's lean float32 target (what scores trees on CPU), or None."""
-    from decoding.models.lean_target import LeanFloatLlama
+    from decoding.models.lean.target import LeanFloatLlama
 
     model = _scorer(pair)
     return model if isinstance(model, LeanFloatLlama) else None
@@ -205,7 +205,7 @@ def lean_target_of(pair):
 
 def target_words(pair) -> str:
     """What scores the pair's trees, in words, where it is not the lean CPU target."""
-    from decoding.models.graphed_target import GraphedLlama
+    from decoding.models.cuda.graphed_target import GraphedLlama
 
     model = _scorer(pair)
     if isinstance(model, GraphedLlama):

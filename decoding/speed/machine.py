@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from decoding.models.embedded import cache_root
+from decoding.models.cache_dir import cache_root
 
 
 def cpu_model() -> str:

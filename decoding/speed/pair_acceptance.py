@@ -19,7 +19,8 @@ import json
 import time
 from pathlib import Path
 
-from decoding.models import draft_head, embedded
+from decoding.models.embedded import model as embedded
+from decoding.models.head import weights as draft_head
 from decoding.run import engine
 from decoding.run.config import Branching, DecodeConfig
 from decoding.run.seen import misses

@@ -21,7 +21,7 @@ counts above it as `expand` does.
 
 from __future__ import annotations
 
-from decoding.models.few_rows import PLAN_ROWS_MAX, describe_plan
+from decoding.models.lean.few_rows import PLAN_ROWS_MAX, describe_plan
 from decoding.run.costs import Curve
 
 MARGIN = 0.10  # a method must beat stock by 10 % to be chosen

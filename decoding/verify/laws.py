@@ -19,7 +19,7 @@ import torch
 
 from decoding.verify import gumbel_race
 from decoding.verify.sampling import draw
-from decoding.verify.theory_race import wor_inclusion
+from decoding.verify.theory.race import wor_inclusion
 
 Tuples = Iterator[tuple[tuple[int, ...], float]]
 

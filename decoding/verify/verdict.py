@@ -23,7 +23,7 @@ from typing import Generic, TypeVar
 
 import torch
 
-from decoding.verify.legacy_test import accept_test_fields
+from decoding.verify.earlier_accept_test import accept_test_fields
 
 T = TypeVar("T")
 

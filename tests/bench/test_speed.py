@@ -92,7 +92,7 @@ def test_paths_and_other_pairs_name_their_methods():
     from decoding.models import pairs
 
     configs = bench_speed.parse_configs(["sd:1,1"])
-    names = set(bench_speed.methods_of(configs, ("fast",), {"toy": pairs.toy_pair()}))
+    names = set(bench_speed.methods_of(configs, ("fast",), {"toy": pairs.load_pair("toy")}))
     assert names == {*BASELINES, "specscope fast sd:1,1", "specscope fast sd:1,1 [toy]"}
     with pytest.raises(ValueError, match="--paths takes a comma-separated subset"):
         bench_speed.parse_paths("fast,slow")
@@ -110,12 +110,12 @@ def test_assisted_generation_gets_a_transformers_twin_of_the_lean_draft(tiny_mat
     from transformers import AutoModelForCausalLM
 
     from bench.speed_methods import transformers_draft
-    from decoding.models.lean_draft import LeanInt8Llama
+    from decoding.models.lean.int8_draft import LeanInt8Llama
 
     target = AutoModelForCausalLM.from_pretrained(tiny_matching_folders[0]).eval()
-    for head in (None, 4):
-        lean = LeanInt8Llama(target, head_size=head)
-        pair = SimpleNamespace(kind="embedded", target_name=f"tiny-{head}", target_model=target, draft_model=lean)
+    for name in ("tiny-a", "tiny-b"):
+        lean = LeanInt8Llama(target)
+        pair = SimpleNamespace(kind="embedded", target_name=name, target_model=target, draft_model=lean)
         twin = transformers_draft(pair)
         assert twin is not lean and twin.generation_config is not None
         ids = torch.tensor([[3, 4, 5, 6]])
@@ -137,7 +137,7 @@ def test_recorded_times_what_the_app_runs_and_reports_the_eager_numbers(monkeypa
     from decoding.models import pairs
     from decoding.run import engine
 
-    toy = pairs.toy_pair()
+    toy = pairs.load_pair("toy")
     config = DecodeConfig(verifier="rrs_wor", branching=(3, 2), chat=False)
     case = methods.Case("the cat", (), 1.0, 1, 24)
     eager = list(engine.start(toy, config.with_(temperature=1.0, seed=1, max_new_tokens=24), "the cat"))

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from bench.train_head import IM_START, Objective, at, examples, load_data, save_data
-from decoding.models.draft_head import DraftHead, HeadConfig
+from decoding.models.head.weights import DraftHead, HeadConfig
 
 
 def fake_answers() -> dict:

@@ -16,9 +16,9 @@ from decoding.compare import session
 from decoding.compare.drafting import draft_forest
 from decoding.models.target import score_tree
 from decoding.run.config import DecodeConfig
-from decoding.verify import theory
 from decoding.verify.registry import VERIFIERS
 from decoding.verify.sampling import make_generator, warp
+from decoding.verify.theory import routes as theory
 from decoding.verify.walk import expected_tokens as walk_expected
 from tests.models.test_treelm import ATOL
 

@@ -19,8 +19,8 @@ from decoding.models.pairs import load_pair
 from decoding.run import engine
 from decoding.run.config import DecodeConfig
 from decoding.run.schema import step_from_dict, step_to_dict, trace_from_json, trace_to_json
-from decoding.verify import theory
 from decoding.verify.registry import VERIFIERS
+from decoding.verify.theory import routes as theory
 from decoding.verify.tree import DraftTree
 from decoding.verify.walk import expected_tokens as walk_expected
 

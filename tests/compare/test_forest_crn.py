@@ -13,10 +13,11 @@ import random
 import pytest
 import torch
 
+from decoding.compare import crn
+from decoding.compare.forest import build_forest
+from decoding.models.hf_treelm import HFTreeLM
 from decoding.models.target import score_tree
-from decoding.models.treelm import HFTreeLM
-from decoding.verify import crn, laws
-from decoding.verify.forest import build_forest
+from decoding.verify import laws
 from decoding.verify.sampling import make_generator, uniform
 from decoding.verify.tree import DraftTree
 from tests.models.test_treelm import ATOL, VOCAB, random_tree

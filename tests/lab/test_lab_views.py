@@ -12,8 +12,8 @@ import torch
 
 from decoding.lab.custom import load_custom, register_files, registry_with
 from decoding.lab.node import node_report
-from decoding.verify import theory
 from decoding.verify.registry import VERIFIERS
+from decoding.verify.theory import routes as theory
 from ui import lab as ui_lab
 from viz import lab as viz_lab
 

@@ -7,11 +7,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from decoding.models import few_rows, lean_target
-from decoding.models.draft_head import DraftHead, HeadConfig, load_head, save_head
-from decoding.models.feature_target import FeatureTreeLM
-from decoding.models.head_draft import HeadTreeLM
-from decoding.models.lean_head import LeanHead
+from decoding.models.head.drafter import HeadTreeLM
+from decoding.models.head.feature_target import FeatureTreeLM
+from decoding.models.head.lean import LeanHead
+from decoding.models.head.weights import DraftHead, HeadConfig, load_head, save_head
+from decoding.models.lean import few_rows
+from decoding.models.lean import target as lean_target
 from decoding.verify.tree import DraftTree
 from tests.conftest import save_tiny_llama
 from tests.models.test_lean_draft import WORDS
@@ -136,25 +137,3 @@ def test_a_saved_head_loads_back_identically_up_to_float16(head, tmp_path) -> No
         torch.testing.assert_close(b, a.to(torch.float16).float(), atol=0, rtol=0, msg=name)
     with pytest.raises(ValueError, match="missing or unreadable"):
         load_head(tmp_path / "nowhere")
-
-
-def test_lookup_first_takes_the_lookup_row_where_it_has_a_guess_and_the_head_row_elsewhere(tiny, head) -> None:
-    from decoding.models.hybrid_draft import LookupFirstTreeLM
-    from decoding.models.lookup import lookup_logits
-
-    target, drafter = sessions(tiny, head, tiny)
-    _, alone = sessions(tiny, head, tiny)
-    alone.target = target  # the same head reading the same target: the rows lookup does not replace
-    hybrid = LookupFirstTreeLM(drafter)
-    context = [3, 7, 2, 9, 3, 7]  # "3 7" occurred before: lookup guesses 2 at the root
-    for lm in (target, hybrid, alone):
-        lm.start(context)
-    tree = DraftTree.root(context[-1])
-    root = hybrid.logits(tree, [0])[0]
-    torch.testing.assert_close(root, lookup_logits(context, target.vocab_size))
-    tree = tree.add_draws(0, [2, 5], merge=False)  # after 2: "7 2" occurred (then 9); after 5: no match
-    rows = hybrid.logits(tree, [1, 2])
-    torch.testing.assert_close(rows[0], lookup_logits(context + [2], target.vocab_size))
-    alone.logits(DraftTree.root(context[-1]), [0])
-    torch.testing.assert_close(rows[1], alone.logits(tree, [1, 2])[1])
-    assert hybrid.forwards == drafter.forwards == 2  # the head ran on every level (deeper nodes need it)

@@ -7,9 +7,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from decoding.models import few_rows, lean_target
-from decoding.models.few_rows import PRODUCTS, PlannedProjection, apply_plan
-from decoding.models.packed_linear import PackedProjection, packed_products, use_packed_projection
+from decoding.models.lean import few_rows
+from decoding.models.lean import target as lean_target
+from decoding.models.lean.few_rows import PRODUCTS, PlannedProjection, apply_plan
+from decoding.models.lean.packed_linear import PackedProjection, packed_products, use_packed_projection
 from decoding.speed import products
 from tests.conftest import save_tiny_llama
 from tests.models.test_lean_draft import WORDS, assert_same_forward

@@ -13,8 +13,8 @@ import gc
 import pytest
 import torch
 
-from decoding.models import graphed_target, slot_cache
-from decoding.models.treelm import HFTreeLM
+from decoding.models.cuda import graphed_target, slot_cache
+from decoding.models.hf_treelm import HFTreeLM
 from decoding.verify.tree import DraftTree
 from tests.conftest import save_tiny_llama
 from tests.models.test_lean_draft import WORDS, _ids, assert_same_forward
@@ -126,18 +126,17 @@ def test_a_dropped_sessions_slots_serve_the_next_session_and_live_ones_are_never
 
 def test_custom_models_are_graphed_on_their_own_weights_and_the_embedded_one_fused(tiny, monkeypatch) -> None:
     """Which GraphedLlama each pair gets on a GPU (supports_graphs stubbed true: the CPU has no CUDA)."""
-    from decoding.models import pairs
+    from decoding.models import scoring
 
-    monkeypatch.setattr(pairs, "supports_graphs", lambda model: True)
-    assert not pairs.on_device(tiny, "tiny-custom").fuse  # a hub or local model: no weight copies
-    assert pairs.scoring_target(tiny, "tiny-embedded").fuse  # the embedded target: fused (its copies: 280 MB)
-    monkeypatch.setattr(pairs, "supports_graphs", lambda model: False)
-    assert pairs.on_device(tiny, "tiny-custom-2") is tiny
+    monkeypatch.setattr(scoring, "supports_graphs", lambda model: True)
+    assert not scoring.on_device(tiny, "tiny-custom").fuse  # a hub or local model: no weight copies
+    assert scoring.scoring_target(tiny, "tiny-embedded").fuse  # the embedded target: fused (its copies: 280 MB)
+    monkeypatch.setattr(scoring, "supports_graphs", lambda model: False)
+    assert scoring.on_device(tiny, "tiny-custom-2") is tiny
 
 
 def test_graphs_can_be_switched_off_and_are_off_on_zerogpu(monkeypatch) -> None:
-    from decoding.models import space
-
+    from decoding.models.hub import space
     monkeypatch.setattr(space, "package_present", lambda name="": False)
     monkeypatch.delenv("SPECSCOPE_CUDA_GRAPHS", raising=False)
     assert graphed_target.graphs_allowed()

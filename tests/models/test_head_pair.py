@@ -1,5 +1,5 @@
 """(slow) The embedded-head pair: the shipped head loads offline, drafts only its head ids, and speculative
-greedy decoding with it reproduces the target's own greedy decoding (near-ties as in test_fast_pair)."""
+greedy decoding with it reproduces the target's own greedy decoding (near-ties: tests/greedy_oracles.py)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,13 @@ import pytest
 import torch
 
 from decoding.models import pairs as models
-from decoding.models.graphed_target import GraphedLlama
+from decoding.models.cuda.graphed_target import GraphedLlama
+from decoding.models.head.pair import head_pair, head_parts
 from decoding.models.target import score_tree
 from decoding.run import engine
 from decoding.run.config import DecodeConfig
 from decoding.verify.tree import DraftTree
-from tests.models.test_fast_pair import NEW_TOKENS, PROMPTS, assert_plain_greedy
+from tests.greedy_oracles import NEW_TOKENS, PROMPTS, assert_plain_greedy
 
 pytestmark = pytest.mark.slow
 
@@ -55,7 +56,7 @@ def test_the_pair_scored_by_another_forward_drafts_and_decodes_alike(pair, score
     drafts on the model's device. Both give the lean path's q and the target's own greedy tokens."""
     model = pair.target_model
     forward = GraphedLlama(model, padded=True) if scorer == "graphed" else model
-    generic = models.head_pair(model, pair.codec, forward, models.head_parts(model, "cpu"), "cpu")
+    generic = head_pair(model, pair.codec, forward, head_parts(model, "cpu"), "cpu")
     ids = pair.encode_prompt(PROMPTS[1], chat=True)
     q_by = []
     for each in (pair, generic):

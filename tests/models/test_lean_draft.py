@@ -1,6 +1,6 @@
 """The lean int8 self-draft (lean_draft.py) computes the int8 self-draft's function, and its cache keeps rows right.
 
-Oracle: transformers' own forward of `embedded.int8_self_draft(target)` (quantize_dynamic on every Linear
+Oracle: transformers' own forward of `transformers_self_draft(target)` (quantize_dynamic on every Linear
 but down_proj) on the same inputs: causal prefill, cached steps, and a tree call with a 4-D mask.
 """
 
@@ -11,9 +11,11 @@ from contextlib import nullcontext
 import pytest
 import torch
 
-from decoding.models import embedded, lean_draft
-from decoding.models.growing_cache import GrowingCache, GrowingTensor
-from decoding.models.treelm import HFTreeLM, step_inputs
+from decoding.models.embedded.self_draft import transformers_self_draft
+from decoding.models.hf_treelm import HFTreeLM
+from decoding.models.lean import int8_draft as lean_draft
+from decoding.models.lean.growing_cache import GrowingCache, GrowingTensor
+from decoding.models.tree_inputs import step_inputs
 from decoding.verify.tree import DraftTree
 from tests.conftest import save_tiny_llama
 
@@ -62,13 +64,13 @@ def assert_same_forward(reference, lean, seed: int, tol: float, during=nullconte
 
 
 def test_lean_forward_equals_the_transformers_int8_draft(tiny) -> None:
-    assert_same_forward(embedded.int8_self_draft(tiny), lean_draft.LeanInt8Llama(tiny), seed=0, tol=1e-4)
+    assert_same_forward(transformers_self_draft(tiny), lean_draft.LeanInt8Llama(tiny), seed=0, tol=1e-4)
 
 
 def test_lean_draft_behind_hftreelm_matches_after_a_tree_commit(tiny) -> None:
     """The cache keeps prefix + accepted path (non-contiguous) exactly like the DynamicCache does."""
 
-    sessions = [HFTreeLM(embedded.int8_self_draft(tiny)), HFTreeLM(lean_draft.LeanInt8Llama(tiny))]
+    sessions = [HFTreeLM(transformers_self_draft(tiny)), HFTreeLM(lean_draft.LeanInt8Llama(tiny))]
     context = _ids(6, 1)[0].tolist()
     outs = []
     for lm in sessions:
@@ -80,17 +82,6 @@ def test_lean_draft_behind_hftreelm_matches_after_a_tree_commit(tiny) -> None:
         outs.append(lm.logits(DraftTree.root(21), [0]))
         assert lm.cache.get_seq_length() == 6 + 2
     torch.testing.assert_close(outs[1], outs[0], rtol=1e-4, atol=1e-4)
-
-
-def test_truncated_lean_head_keeps_its_ids_and_gives_minus_inf_elsewhere(tiny) -> None:
-    full, cut = lean_draft.LeanInt8Llama(tiny), lean_draft.LeanInt8Llama(tiny, head_size=10)
-    with torch.inference_mode():
-        a, b = full(_ids(5, 2)).logits[0, -1], cut(_ids(5, 2)).logits[0, -1]  # [V]
-    assert b.shape == a.shape
-    torch.testing.assert_close(b[:10], a[:10], rtol=1e-4, atol=1e-4)
-    assert torch.isneginf(b[10:]).all()
-    with pytest.raises(ValueError, match="head_size"):
-        lean_draft.LeanInt8Llama(tiny, head_size=0)
 
 
 def test_supports_only_llama_style_targets(tiny) -> None:

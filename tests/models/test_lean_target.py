@@ -11,9 +11,9 @@ from contextlib import nullcontext
 import pytest
 import torch
 
-from decoding.models import lean_target
-from decoding.models.packed_linear import packed_products, use_packed_projection
-from decoding.models.treelm import HFTreeLM
+from decoding.models.hf_treelm import HFTreeLM
+from decoding.models.lean import target as lean_target
+from decoding.models.lean.packed_linear import packed_products, use_packed_projection
 from decoding.verify.tree import DraftTree
 from tests.conftest import save_tiny_llama
 from tests.models.test_lean_draft import WORDS, _ids, assert_same_forward

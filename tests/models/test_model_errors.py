@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from decoding.models import hfload, pairs
-from decoding.models.hfload import ModelLoadError
+from decoding.models import loaded, pairs
+from decoding.models.hub import load as hfload
+from decoding.models.hub.load import ModelLoadError
 from decoding.run import engine
 from decoding.run.config import DecodeConfig
 from tests.conftest import save_tiny_llama, word_tokenizer
@@ -71,7 +72,7 @@ def test_a_model_id_the_hub_does_not_know_is_one_line(monkeypatch):
 def test_a_folder_whose_tokenizer_does_not_match_its_model_is_refused(tmp_path, monkeypatch):
     folder = save_tiny_llama(tmp_path / "mixed", ["a", "b"])  # model: 4 ids
     word_tokenizer(["a", "b", "c", "d", "e"]).save_pretrained(folder)  # tokenizer: 7 ids
-    monkeypatch.setattr(pairs, "_LOADED", {})
+    monkeypatch.setattr(loaded, "_LOADED", {})
     with pytest.raises(ModelLoadError) as err:
         pairs.load_pair("lookup", target=str(folder), device="cpu")
     assert str(err.value) == (f"the tokenizer of {str(folder)!r} does not match its model: it has token id 6 "

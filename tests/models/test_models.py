@@ -8,11 +8,13 @@ import os
 import pytest
 import torch
 
-from decoding.models import embedded, lookup, toy
+from decoding.models import cache_dir, lookup, toy
 from decoding.models import pairs as models
+from decoding.models.embedded import model as embedded
+from decoding.models.hf_treelm import HFTreeLM
 from decoding.models.pairs import ModelLoadError
 from decoding.models.target import score_tree
-from decoding.models.treelm import HFTreeLM, TreeLM, proposes
+from decoding.models.treelm import TreeLM, proposes
 from decoding.verify.sampling import warp
 from decoding.verify.tree import DraftTree
 
@@ -154,10 +156,10 @@ def test_unknown_kind_and_bad_arguments():
 
 def test_cache_root_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("SPECSCOPE_CACHE", str(tmp_path / "s"))
-    assert embedded.cache_root() == tmp_path / "s"
+    assert cache_dir.cache_root() == tmp_path / "s"
     monkeypatch.delenv("SPECSCOPE_CACHE")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
-    assert embedded.cache_root() == tmp_path / "x" / "specscope"
+    assert cache_dir.cache_root() == tmp_path / "x" / "specscope"
 
 
 def test_only_a_folder_with_the_done_marker_counts_as_converted(monkeypatch, tmp_path):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from decoding.models import few_rows, native_rows
+from decoding.models.lean import few_rows, native_rows
 
 needs_native = pytest.mark.skipif(not native_rows.available(),
                                   reason=f"no native product here: {native_rows.why_unavailable()}")

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from decoding.models import packed_linear as pl
+from decoding.models.lean import packed_linear as pl
 
 pytestmark = pytest.mark.skipif(not pl.mkl_packing_available(), reason="this torch build has no MKL packing")
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from decoding.models.embedded import int8_linears
-from decoding.models.row_quant import PerRowLinear, per_row, per_row_activations
+from decoding.models.lean.row_quant import PerRowLinear, int8_linears, per_row, per_row_activations
 
 
 def _packed_product(in_features: int = 96, out_features: int = 40, seed: int = 0):

@@ -10,7 +10,10 @@ import types
 import pytest
 import torch
 
-from decoding.models import embedded, lean_draft, pairs, space
+from decoding.models import loaded, pairs
+from decoding.models.embedded import model as embedded
+from decoding.models.hub import space
+from decoding.models.lean import int8_draft as lean_draft
 from decoding.run import engine
 from decoding.run.config import DecodeConfig
 from tests.conftest import save_tiny_llama
@@ -39,7 +42,7 @@ def fake_space(monkeypatch, tmp_path):
     monkeypatch.setattr(importlib.util, "find_spec", hide(space.PACKAGE, "spaces"))
     monkeypatch.setattr(space, "hub_folder", hub_folder)
     monkeypatch.setattr(embedded, "converted_folder", _no_wheel)
-    monkeypatch.setattr(pairs, "_LOADED", {})
+    monkeypatch.setattr(loaded, "_LOADED", {})
     return folder, asked
 
 
@@ -65,7 +68,7 @@ def test_the_embedded_pair_loads_the_hub_model_and_its_int8_self_draft(fake_spac
     assert pair.kind == "embedded" and pair.vocab_size == 8
     assert pair.target_model.config.hidden_size == 32  # the stand-in, not the wheel's model
     draft = pair.draft_model  # the int8 self-draft, lean forward: int8 products, the target's float32 down_proj
-    assert isinstance(draft, lean_draft.LeanInt8Llama) and draft.head_size == pair.vocab_size
+    assert isinstance(draft, lean_draft.LeanInt8Llama) and draft.vocab == pair.vocab_size
     target_layers = pair.target_model.model.layers
     assert len(draft.lean_layers) == len(target_layers)
     assert all(lean.down.keywords["weight"].data_ptr() == layer.mlp.down_proj.weight.data_ptr()

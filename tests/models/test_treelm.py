@@ -11,9 +11,9 @@ import random
 import pytest
 import torch
 
-from decoding.models import treelm
+from decoding.models import tree_inputs
+from decoding.models.hf_treelm import HFTreeLM
 from decoding.models.target import score_tree
-from decoding.models.treelm import HFTreeLM
 from decoding.verify.tree import DraftTree
 from tests.tree_oracles import score_by_paths
 
@@ -154,7 +154,7 @@ def test_a_plain_causal_mask_is_detected(model, monkeypatch):
     tree = DraftTree.root(context[-1]).add_draws(0, [5, 17, 40], merge=False)
     tree = tree.add_draws(1, [8, 9], merge=False).add_draws(2, [60, 61], merge=False)
     expected = score_by_paths(model, context[:-1], tree)
-    monkeypatch.setattr(treelm, "tree_rows_allowed", causal_rows_allowed)
+    monkeypatch.setattr(tree_inputs, "tree_rows_allowed", causal_rows_allowed)
     lm = HFTreeLM(model)
     lm.start(context)
     broken = score_tree(lm, tree)

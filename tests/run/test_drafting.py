@@ -10,7 +10,7 @@ import torch
 from scipy import stats
 
 from decoding.models import toy
-from decoding.models.treelm import HFTreeLM
+from decoding.models.hf_treelm import HFTreeLM
 from decoding.run.config import DecodeConfig
 from decoding.run.drafting import draft_tree
 from decoding.verify import laws

@@ -88,7 +88,7 @@ def test_fastest_with_every_few_row_product_is_plain_greedy_too(pair, reference)
     output (p is the same product up to rounding). numpy's
     products are checked on a tiny model (tests/models/test_few_rows.py): on the real one its spinning
     threads make a forward several times slower on a 2-core machine."""
-    from decoding.models.few_rows import PlannedProjection, apply_plan, available_products
+    from decoding.models.lean.few_rows import PlannedProjection, apply_plan, available_products
     from decoding.speed.calibrate import lean_target_of
 
     kind, config = FASTEST
@@ -106,8 +106,8 @@ def test_fastest_with_every_few_row_product_is_plain_greedy_too(pair, reference)
 def test_the_native_product_is_plain_greedy_too(pair, reference):
     """The compiled product (models/native_rows.py) on every product of the lean target, as a calibration on
     one thread chooses it (1-7 rows; 7 rows are a block of 6 and one row): the target's greedy output."""
-    from decoding.models import native_rows
-    from decoding.models.few_rows import apply_plan
+    from decoding.models.lean import native_rows
+    from decoding.models.lean.few_rows import apply_plan
     from decoding.speed.calibrate import lean_target_of
 
     if not native_rows.available():

@@ -10,8 +10,10 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from decoding.models import few_rows, lean_target, pairs
-from decoding.models.packed_linear import use_packed_projection
+from decoding.models import pairs
+from decoding.models.lean import few_rows
+from decoding.models.lean import target as lean_target
+from decoding.models.lean.packed_linear import use_packed_projection
 from decoding.speed import calibrate, machine
 from tests.conftest import save_tiny_llama
 from tests.models.test_lean_draft import WORDS
@@ -54,8 +56,8 @@ def test_the_cached_plan_goes_on_once_and_another_keys_calibration_changes_nothi
 
 def test_the_cached_plan_goes_on_the_draft_heads_products_too(lean_pair, tmp_path):
     """A draft head's level makes the same few-row products as a verify (models/lean_head.py)."""
-    from decoding.models.draft_head import DraftHead, HeadConfig
-    from decoding.models.lean_head import LeanHead
+    from decoding.models.head.lean import LeanHead
+    from decoding.models.head.weights import DraftHead, HeadConfig
 
     pair, lean = lean_pair
     rows = lean.head.weight.detach()[:8]  # [8, hidden]: q's lm_head rows

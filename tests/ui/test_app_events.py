@@ -85,7 +85,7 @@ def test_highlighted_text_is_the_generated_text(three_steps):
     views = three_steps[-1]
     trace = views.session.trace
     joined = "".join(span for span, _ in views.text)
-    assert joined == "".join(models.toy_pair().token_text(t) for t in trace.generated_ids)
+    assert joined == "".join(models.load_pair("toy").token_text(t) for t in trace.generated_ids)
     if 0 not in trace.generated_ids:  # the toy's decode drops <eos>
         assert joined == trace.text
     assert [label for _, label in views.text] == [label for _, label in text.highlighted(trace.steps)]

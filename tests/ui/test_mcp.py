@@ -12,7 +12,8 @@ import json
 import pytest
 import torch
 
-from decoding.verify import optimal, theory
+from decoding.verify.theory import optimal
+from decoding.verify.theory import routes as theory
 from ui import api_tools
 from ui.endpoints import TOOLS
 

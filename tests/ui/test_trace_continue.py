@@ -16,7 +16,7 @@ import pytest
 
 import app
 from decoding.models import pairs as models
-from decoding.models.hfload import ModelLoadError
+from decoding.models.hub.load import ModelLoadError
 from decoding.run import engine
 from decoding.run.config import DecodeConfig
 from decoding.run.costs import StepCosts

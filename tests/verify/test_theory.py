@@ -1,4 +1,4 @@
-"""decoding.verify.theory / optimal / theory_race / theory_wor against independent oracles.
+"""decoding.verify.theory.routes / optimal / theory_race / theory_wor against independent oracles.
 
 Oracles: the reference numbers of docs/verifiers.md §12 and §7.2, exact enumeration through the
 registry's `conditional` (which also checks the verifier library), the 2^V min-cut, the LP of
@@ -15,10 +15,12 @@ import pytest
 import torch
 from scipy.optimize import linprog
 
-from decoding.verify import laws, optimal, theory
+from decoding.verify import laws
 from decoding.verify.registry import VERIFIERS, node_level_keys
-from decoding.verify.theory_race import wor_inclusion, wor_miss_prefixes
-from decoding.verify.theory_wor import rrs_wor_acceptance
+from decoding.verify.theory import optimal
+from decoding.verify.theory import routes as theory
+from decoding.verify.theory.race import wor_inclusion, wor_miss_prefixes
+from decoding.verify.theory.wor import rrs_wor_acceptance
 
 
 def t64(values) -> torch.Tensor:

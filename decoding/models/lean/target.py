@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import torch
 
-from decoding.models.lean_llama import LeanLayer, LeanLlama, fused, supports
-from decoding.models.packed_linear import PackedProjection
+from decoding.models.lean.llama import LeanLayer, LeanLlama, fused, supports
+from decoding.models.lean.packed_linear import PackedProjection
 
 __all__ = ["LeanFloatLlama", "supports"]
 

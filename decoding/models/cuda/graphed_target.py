@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from decoding.models.lean_llama import LeanLayer, LeanLlama, LeanOutput, call_defaults, fused
-from decoding.models.slot_cache import SlotCache, Slots
+from decoding.models.cuda.slot_cache import SlotCache, Slots
+from decoding.models.lean.llama import LeanLayer, LeanLlama, LeanOutput, call_defaults, fused
 
 BUCKETS = (1, 2, 4, 8, 16, 32, 64)  # rows a graph is captured for; a call takes the smallest that fits
 WARM_UP = 2  # eager runs on a side stream before a capture (library workspaces, lazy kernel loading)
@@ -180,7 +180,7 @@ class GraphedLlama(LeanLlama):
 def supports_graphs(model) -> bool:
     """Whether `model` is a llama-style model wholly on one CUDA device (what GraphedLlama runs; a model spread
     over several GPUs by device_map keeps transformers' forward), and graphs are allowed here (graphs_allowed)."""
-    from decoding.models.lean_llama import supports
+    from decoding.models.lean.llama import supports
 
     devices = {p.device for p in model.parameters()}
     return len(devices) == 1 and next(iter(devices)).type == "cuda" and supports(model) and graphs_allowed()
@@ -189,6 +189,6 @@ def supports_graphs(model) -> bool:
 def graphs_allowed() -> bool:
     """False where SPECSCOPE_CUDA_GRAPHS=0, and on ZeroGPU (the `spaces` package: each GPU call may run in
     another process, so a graph captured in one call cannot serve the next)."""
-    from decoding.models.space import package_present
+    from decoding.models.hub.space import package_present
 
     return os.environ.get("SPECSCOPE_CUDA_GRAPHS", "1").strip() != "0" and not package_present("spaces")

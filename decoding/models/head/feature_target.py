@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from decoding.models.treelm import HFTreeLM
+from decoding.models.hf_treelm import HFTreeLM
 from decoding.verify.tree import DraftTree
 
 

@@ -17,6 +17,8 @@ row's grid spans its own range instead of the batch's.
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 
 TINY = 1e-30  # an all-zero row stays all zero (0 / TINY = 0)
@@ -60,3 +62,16 @@ def per_row_activations(model: torch.nn.Module) -> torch.nn.Module:
         parent = model.get_submodule(parent_name) if parent_name else model
         setattr(parent, child, PerRowLinear(module))
     return model
+
+
+def int8_linears(model, keep_float: tuple[str, ...] = ()) -> torch.nn.Module:
+    """int8 per-output-channel dynamic weights on every nn.Linear of `model` whose name does not end with
+    one of `keep_float` (in place)."""
+    from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+
+    spec = {name: per_channel_dynamic_qconfig for name, module in model.named_modules()
+            if isinstance(module, torch.nn.Linear) and not (keep_float and name.endswith(keep_float))}
+    with warnings.catch_warnings():  # torch.ao.quantization is deprecated, and still the simplest tool here
+        warnings.filterwarnings("ignore", category=DeprecationWarning)
+        warnings.filterwarnings("ignore", message=".*deprecated.*", category=UserWarning)
+        return quantize_dynamic(model, spec, dtype=torch.qint8, inplace=True)

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from decoding.models.growing_cache import GrowingCache
-from decoding.models.treelm import additive_mask
+from decoding.models.lean.growing_cache import GrowingCache
+from decoding.models.tree_inputs import additive_mask
 
 Product = Callable[[torch.Tensor], torch.Tensor]  # [..., in] -> [..., out]
 

@@ -29,8 +29,8 @@ from dataclasses import dataclass, fields
 
 import torch
 
-from decoding.models import native_rows
-from decoding.models.packed_linear import PackedProjection
+from decoding.models.lean import native_rows
+from decoding.models.lean.packed_linear import PackedProjection
 
 SPLITS = 4  # column blocks of the split product
 PLAN_ROWS_MAX = 64  # the largest tree forward a plan covers (the packed buckets' largest)

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import torch
 
-from decoding.models.embedded import cache_root
+from decoding.models.cache_dir import cache_root
 
 SOURCE = Path(__file__).with_name("native_rows.c")
 FLAGS = ("-O3", "-mavx2", "-mfma", "-shared", "-fPIC")

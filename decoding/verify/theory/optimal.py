@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from decoding.verify import laws
-from decoding.verify.theory_race import wor_miss_prefixes
+from decoding.verify.theory.race import wor_miss_prefixes
 
 MAX_SUBSET_V = 12  # 2^V subsets: exact min-cut by enumeration up to this vocabulary size
 MAX_SUBSET_TUPLES = 20_000

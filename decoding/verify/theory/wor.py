@@ -27,7 +27,7 @@ import math
 
 import torch
 
-from decoding.verify.acceptance import Acceptance
+from decoding.verify.theory.acceptance import Acceptance
 
 MAX_PREFIXES = 65_536  # exact sum over at most this many candidate prefixes
 NEGLIGIBLE = 1e-12  # prefixes outside the head carrying at most this much are dropped (method stays exact)

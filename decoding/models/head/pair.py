@@ -1,0 +1,71 @@
+"""The `embedded-head` pair: the embedded target and the trained draft head (weights.py) on its own features."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from decoding.models.embedded import model as embedded
+from decoding.models.embedded.pair import embedded_parts
+from decoding.models.head.drafter import HeadTreeLM
+from decoding.models.head.feature_target import FeatureTreeLM
+from decoding.models.head.lean import LeanHead
+from decoding.models.head.weights import DraftHead, load_head
+from decoding.models.hub.load import ModelLoadError, resolve_device
+from decoding.models.loaded import cached
+from decoding.models.model_pair import ModelPair, Progress
+from decoding.models.scoring import scoring_target
+from decoding.models.treelm import TreeLM
+
+
+def embedded_head_pair(device: str, progress: Progress) -> ModelPair:
+    """The embedded target and the trained draft head on `device` ('auto': a GPU when torch sees one; on the
+    CPU the lean target gives the features); the target session keeps the features the head drafts from."""
+    device = resolve_device(device)
+    model, codec = embedded_parts(device, progress)
+    scorer = scoring_target(model, embedded.MODEL_NAME)
+    return head_pair(model, codec, scorer, head_parts(model, device), device)
+
+
+@dataclass(frozen=True)
+class HeadParts:
+    """What a draft-head pair's draft reads: the head (with the target's lm_head rows), the target's embedding,
+    its name."""
+
+    head: LeanHead
+    embed: torch.Tensor  # [V, hidden]
+    name: str
+
+
+def head_parts(model, device: str) -> HeadParts:
+    """The shipped head (on `device`, cached) and the embedded `model`'s embedding and lm_head rows."""
+    module = cached((f"draft-head:{embedded.MODEL_NAME}", device, "float32"), lambda: _load_head().to(device))
+    embed = model.model.embed_tokens.weight.detach()  # [V, hidden] on `device`, shared read-only
+    size = module.config.head_size
+    head = cached((f"lean-draft-head:{embedded.MODEL_NAME}", device, "float32"),
+                  lambda: LeanHead(module, model.lm_head.weight.detach()[:size]))  # lm_head rows [H, hidden], a view
+    name = f"{embedded.MODEL_NAME} draft head (trained on its features; ids < {size})"
+    return HeadParts(head, embed, name)
+
+
+def head_pair(model, codec, scorer, parts: HeadParts, device: str) -> ModelPair:
+    """The draft-head pair of `model` scored through `scorer` (the lean CPU target, or the model itself)."""
+    vocab = codec.vocab_size
+
+    def new_draft(target: FeatureTreeLM) -> TreeLM:
+        return HeadTreeLM(parts.head, parts.embed, vocab, target)
+
+    return ModelPair(
+        kind="embedded-head", target_name=embedded.MODEL_NAME, draft_name=parts.name,
+        codec=codec, new_target=lambda: FeatureTreeLM(scorer, vocab), new_draft=new_draft, device=device,
+        dtype="float32", target_model=model, draft_dtype="float32 (head MLP + target lm_head rows)",
+        draft_reads_target=True, draft_products=parts.head,
+    )
+
+
+def _load_head() -> DraftHead:
+    try:
+        return load_head()
+    except ValueError as err:
+        raise ModelLoadError(str(err)) from err
