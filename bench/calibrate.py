@@ -130,12 +130,12 @@ def main(argv: list[str] | None = None) -> int:
     temps = [float(t) for t in args.temperatures.split(",") if t.strip()]
     if args.threads:
         torch.set_num_threads(args.threads)
-    from decoding.models.pairs import load_pair
+    from decoding.fastest import choose_for
     from decoding.speed import machine, pair_acceptance
     from decoding.speed.calibrate import calibrated, prompts_for
-    from decoding.speed.choice import choose_for
+    from decoding.speed.plan import load_planned
 
-    pair = load_pair(args.pair, device=args.device, progress=lambda m: print(m, file=sys.stderr))
+    pair = load_planned(args.pair, device=args.device, progress=lambda m: print(m, file=sys.stderr))
     began = time.perf_counter()
     if args.measure_acceptance or args.ship_acceptance:
         fresh = calibrated(pair, args.pair, fresh_acceptance=True,

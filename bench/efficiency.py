@@ -12,9 +12,9 @@ import argparse
 import math
 import statistics
 
-from decoding.models import pairs
 from decoding.run import engine
 from decoding.run.config import DecodeConfig
+from decoding.speed.plan import load_planned
 
 T_975 = {2: 12.706, 3: 4.303, 4: 3.182, 5: 2.776, 6: 2.571, 7: 2.447, 8: 2.365, 9: 2.306, 10: 2.262}
 COMPARISONS = (("block", "sd", (1, 1, 1, 1)), ("traversal", "rrs_wor", (2, 2, 2)))
@@ -48,7 +48,7 @@ def mean_ci(xs: list[float]) -> tuple[float, float]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv or [])
-    pair = pairs.load_pair(args.pair)
+    pair = load_planned(args.pair)
     print(f"block efficiency (tokens per target forward), pair {args.pair}, {args.seeds} seeds, "
           f"{args.max_new_tokens} new tokens per run; mean ± 95 % CI")
     for temperature in (float(t) for t in args.temperatures.split(",")):

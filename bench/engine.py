@@ -18,8 +18,8 @@ import tempfile
 import time
 
 LOAD_SNIPPET = (
-    "import time; t=time.perf_counter(); from decoding import models; "
-    "models.load_pair('embedded', progress=lambda m: None); print(time.perf_counter()-t)"
+    "import time; t=time.perf_counter(); from decoding.speed.plan import load_planned; "
+    "load_planned('embedded', progress=lambda m: None); print(time.perf_counter()-t)"
 )
 PROMPTS = ["Why is the sky blue?", "Write a haiku about autumn leaves.", "def fibonacci(n):"]
 
@@ -39,11 +39,11 @@ def bench_loads() -> None:
 
 
 def bench_steps(steps: int, repeats: int) -> None:
-    from decoding.models import pairs as models
     from decoding.run import engine
     from decoding.run.config import DecodeConfig
+    from decoding.speed.plan import load_planned
 
-    pair = models.load_pair("embedded", progress=lambda m: None)
+    pair = load_planned("embedded", progress=lambda m: None)
     rows = []
     for r in range(repeats):
         for prompt in PROMPTS:

@@ -47,11 +47,11 @@ def _cached_call(model, rows: int, packed: bool) -> Callable[[], None]:
 
 
 def variants(rows: list[int]) -> dict[str, Callable[[], None]]:
-    from decoding.models import pairs
     from decoding.models.embedded.self_draft import transformers_self_draft
     from decoding.models.lean import int8_draft as lean_draft
     from decoding.models.lean import target as lean_target
-    target = pairs.load_pair("embedded", device="cpu").target_model
+    from decoding.speed.plan import load_planned
+    target = load_planned("embedded", device="cpu").target_model
     hf_draft = transformers_self_draft(target)
     lean = lean_target.LeanFloatLlama(target)
     calls = {"target, 1 token": _cached_call(target, 1, packed=False),

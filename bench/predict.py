@@ -175,10 +175,10 @@ def main(argv: list[str] | None = None) -> int:
         raise ValueError("--repeats must be >= 1 and --max-new-tokens >= 2")
     if args.threads:
         torch.set_num_threads(args.threads)
-    from decoding.models.pairs import load_pair
     from decoding.speed import calibrate, machine
+    from decoding.speed.plan import load_planned
 
-    pair = load_pair(args.pair, device=args.device, progress=lambda m: print(m, file=sys.stderr))
+    pair = load_planned(args.pair, device=args.device, progress=lambda m: print(m, file=sys.stderr))
     cal = calibrate.calibrated(pair, args.pair, progress=lambda m: print(f"calibrating: {m}", file=sys.stderr))
     print(f"`python -m bench predict {' '.join(argv or [])}`: {machine.cpu_model()}, {torch.get_num_threads()} "
           f"threads, torch {torch.__version__}, pair {args.pair}; calibration of {cal.when} "

@@ -94,7 +94,7 @@ def parse_configs(items: list[str] | None) -> dict[str, DecodeConfig]:
 def fastest_configs(pair, kind: str, temps: list[float]) -> dict[str, DecodeConfig]:
     """{label: config}: what fastest() chooses for this pair here at each temperature (the pair calibrated first,
     its product plan applied), labelled with the shape, e.g. 'fastest@T=0 sd:1,1' or 'fastest@T=0 target alone'."""
-    from decoding.speed.choice import choose_for
+    from decoding.fastest import choose_for
 
     out = {}
     for t in temps:
@@ -200,11 +200,11 @@ def main(argv: list[str] | None = None) -> int:
     args.prompts = len(prompts)  # what the report's settings say
     if args.threads:
         torch.set_num_threads(args.threads)
-    from decoding.models import pairs as models
+    from decoding.speed.plan import load_planned
 
-    pair = models.load_pair(args.pair, target=args.target, draft=args.draft, device=args.device,
+    pair = load_planned(args.pair, target=args.target, draft=args.draft, device=args.device,
                             progress=lambda m: print(m, file=sys.stderr))
-    also = {kind: models.load_pair(kind, device=args.device, progress=lambda m: print(m, file=sys.stderr))
+    also = {kind: load_planned(kind, device=args.device, progress=lambda m: print(m, file=sys.stderr))
             for kind in args.also_pairs if kind != args.pair}
     if wants_fastest:
         configs = fastest_configs(pair, args.pair, temps) | (configs if len(args.configs) > 1 else {})

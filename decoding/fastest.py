@@ -4,7 +4,7 @@ lossless configuration on THIS machine, chosen from its calibrated costs (decodi
 A (pair kind, DecodeConfig) tuple for outside checks that time specscope on their own prompts:
 `pair = load_pair(FASTEST[0]); engine.generate(pair, FASTEST[1].with_(temperature=...), prompt)`.
 record=False is the fast path (no per-node records, no theory); the verifier is lossless, so the
-output law is the target's at any temperature. Importing this module loads no model and no torch.
+output law is the target's at any temperature. Importing this module loads no model.
 
 Why this one, and what else was measured and not kept (sessions 4-10, the commands and the numbers):
 docs/speed.md, "The session journal behind FASTEST". It was tuned on one VM; on another machine the
@@ -18,7 +18,13 @@ the default without calibration.
 
 from __future__ import annotations
 
-from decoding.run.config import DecodeConfig
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from decoding.run.config import Branching, DecodeConfig
+
+if TYPE_CHECKING:  # calibrate imports torch: importing FASTEST must not
+    from decoding.speed import calibrate, chooser
 
 FASTEST: tuple[str, DecodeConfig] = (
     "embedded-head",
@@ -33,6 +39,45 @@ def fastest(pair_kind: str | None = None, *, temperature: float = 0.0, force: bo
     """(pair kind, DecodeConfig): the fastest lossless configuration on this machine at `temperature`
     (calibrated and cached; `force` measures again). Loads the pair(s); use the answer as FASTEST is used.
     The config carries the costs it was chosen from (`DecodeConfig.costs`), so a trace says why."""
-    from decoding.speed.choice import best_config
-
     return best_config((pair_kind,) if pair_kind else PAIRS_TRIED, temperature, force=force, progress=progress)
+
+
+@dataclass(frozen=True)
+class PairChoice:
+    """A pair's calibration here and the chooser's verdict on it (the reasons shown with the answer)."""
+
+    pair_kind: str
+    calibration: calibrate.Calibration
+    choice: chooser.Choice
+
+    def config(self, temperature: float) -> DecodeConfig:
+        return config_for(self.choice.best, temperature, self.calibration)
+
+
+def config_for(best: chooser.Prediction, temperature: float, cal: calibrate.Calibration) -> DecodeConfig:
+    """The chosen shape as a DecodeConfig carrying the costs it was chosen from (the target alone: drafting off)."""
+    if not best.levels:
+        return DecodeConfig(verifier="sd", shape=Branching((1,)), temperature=temperature, record=False,
+                            drafting=False, costs=cal.costs)
+    return DecodeConfig(verifier=best.verifier, shape=Branching(best.levels), temperature=temperature,
+                        record=False, costs=cal.costs)
+
+
+def choose_for(pair, pair_kind: str, temperature: float, *, force: bool = False, progress=None) -> PairChoice:
+    """Calibrate `pair` here (cached) and choose its fastest shape at `temperature` (at T = 0 trees are the
+    draft's top-k)."""
+    from decoding.speed import calibrate, chooser
+
+    cal = calibrate.calibrated(pair, pair_kind, force=force, progress=progress)
+    choice = chooser.choose(cal.costs, cal.table(temperature), greedy=temperature == 0)
+    return PairChoice(pair_kind, cal, choice)
+
+
+def best_config(kinds: tuple[str, ...], temperature: float, *, force: bool = False, progress=None
+                ) -> tuple[str, DecodeConfig]:
+    """Of the pairs `kinds`, each loaded with this machine's plan, the one whose choice is predicted fastest."""
+    from decoding.speed.plan import load_planned
+
+    picks = [choose_for(load_planned(kind), kind, temperature, force=force, progress=progress) for kind in kinds]
+    top = max(picks, key=lambda c: c.choice.best.tokens_per_s)
+    return top.pair_kind, top.config(temperature)

@@ -19,9 +19,9 @@ import torch
 from decoding.lab import certify as certify_mod
 from decoding.lab import language as lang
 from decoding.lab.trees import parse_shape
-from decoding.models.pairs import load_pair
 from decoding.run import engine
 from decoding.run.schema import step_to_dict
+from decoding.speed.plan import load_planned
 from decoding.verify.registry import VERIFIERS
 from decoding.verify.theory import optimal
 from decoding.verify.theory import routes as theory
@@ -127,7 +127,7 @@ def step_tool(caps: Caps):
         try:
             checked = configure(caps, dict(pair="toy", prompt=prompt, verifier=verifier, branching=branching,
                                            temperature=temperature, seed=seed, max_new_tokens=64))
-            pair = load_pair("toy")
+            pair = load_planned("toy")
             run = engine.start(pair, checked.config, checked.controls.prompt)
             record = None
             for _ in range(int(steps)):

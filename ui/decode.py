@@ -1,6 +1,6 @@
 """The bridge from a session to `decoding.run`: load the pair, start or resume a run, commit its state.
 
-Models are process-wide, read-only and cached by `models.load_pair`; everything per user stays in
+Models are process-wide, read-only and cached by `decoding.models.pairs.load_pair`; everything per user stays in
 the Session the handler returns.
 
 The app's runs are lazy-theory runs (`engine.start(..., lazy_theory=True)`): a step's exact and optimal
@@ -24,13 +24,12 @@ import gradio as gr
 
 from decoding.compare.selection import check_selection
 from decoding.compare.session import CompareRun
-from decoding.models import pairs as models
 from decoding.models.hub import space
 from decoding.run import engine, replay
 from decoding.run import recorder as recording
 from decoding.run.config import DecodeConfig
 from decoding.run.schema import StepRecord
-from decoding.speed import calibrate, machine
+from decoding.speed import plan
 from ui.run_cache import Offer, RunCache
 from ui.session import PAIRS, Configured, Controls, Session
 
@@ -47,10 +46,8 @@ def load(controls: Controls, progress: gr.Progress | None = None):
         raise ValueError("a custom pair needs both a target and a draft model: hub ids or local folders")
     report = _reporter(progress)
     report(0.0, f"loading the {controls.pair} model pair ...")
-    pair = models.load_pair(controls.pair, target=controls.target.strip() or None,
-                            draft=controls.draft.strip() or None, device=device(), progress=report)
-    calibrate.apply_cached_plan(pair, controls.pair)  # this machine's calibrated products, when cached
-    return pair
+    return plan.load_planned(controls.pair, target=controls.target.strip() or None,
+                             draft=controls.draft.strip() or None, device=device(), progress=report)
 
 
 def device() -> str:
@@ -191,32 +188,6 @@ def finished_note(session: Session, controls: Controls) -> str | None:
 
 
 def preload(kind: str, runs: RunCache | None = None) -> None:
-    """Load the preselected pair once at start (models are cached per process), so the first
-    click does not wait for it, and calibrate it the first time on this machine (calibrate_once; `runs`: the
-    app's run cache, which says whether anyone stepped meanwhile); a failure is only logged: the user sees it
-    on Step."""
-    try:
-        calibrate_once(load(replace(Controls(), pair=kind)), kind, runs)
-    except Exception:  # noqa: BLE001 - a background warm-up must never stop the app
-        log.exception("preloading the %s pair failed", kind)
-
-
-def calibrate_once(pair, kind: str, runs: RunCache | None = None) -> None:
-    """Calibrate the pair the first time the app starts on this machine (docs/speed.md; a few seconds, then
-    cached for this CPU, torch build, thread count and pair), so that every Step runs with this machine's
-    product plan and the Speed tab opens without waiting; nothing when a calibration is cached (load put its
-    plan on) or when the pair has no lean CPU target (a GPU, a custom pair: nothing to choose). When `runs`
-    shows that someone stepped meanwhile, the timings shared the cores with those Steps: the plan stays on for
-    this process, but the calibration is not kept, so the next start measures again."""
-    key = machine.machine_key(kind, str(pair.device))
-    if calibrate.lean_target_of(pair) is None or calibrate.load_cached(key):
-        return
-    log.info("calibrating the %s pair on this machine (once, then cached) ...", kind)
-    before = runs.activity if runs is not None else None
-    cal = calibrate.calibrated(pair, kind, progress=lambda message: log.info("calibrating: %s", message))
-    log.info("calibrated in %.1f s; target products: %s", cal.seconds,
-             cal.products_words() if cal.plan or cal.pad else "stock (no method beat it here)")
-    if runs is not None and runs.activity != before:
-        machine.cache_file(key).unlink(missing_ok=True)
-        log.warning("runs were stepped while the %s pair was calibrated, so its timings may be skewed: it is not "
-                    "kept, and the next start calibrates again", kind)
+    """Load the preselected pair once at start and calibrate it the first time on this machine
+    (decoding/speed/plan.py); `runs`: the app's run cache, whose activity says whether anyone stepped meanwhile."""
+    plan.preload(kind, device(), (lambda: runs.activity) if runs is not None else None)

@@ -42,7 +42,7 @@ def _config(args: argparse.Namespace, run_key: str) -> DecodeConfig:
 
 def run(args: argparse.Namespace) -> int:
     from decoding.compare import contract, runs, selection, session
-    from decoding.models import pairs as models
+    from decoding.speed.plan import load_planned
 
     keys = selection.parse_keys(args.verifiers)
     run_key = args.run_verifier or keys[0]
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         keys = [run_key, *keys]
     config = _config(args, run_key)
     selection.check_selection(keys, config)  # refuse before loading a model
-    pair = models.load_pair(args.pair)
+    pair = load_planned(args.pair)
     if args.runs:
         seeds = [args.seed + i for i in range(args.seeds)]
         results = runs.compare_runs(pair, config, args.prompt, keys, seeds, lambda m: print(m, file=sys.stderr))

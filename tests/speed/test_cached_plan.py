@@ -14,7 +14,7 @@ from decoding.models import pairs
 from decoding.models.lean import few_rows
 from decoding.models.lean import target as lean_target
 from decoding.models.lean.packed_linear import use_packed_projection
-from decoding.speed import calibrate, machine
+from decoding.speed import calibrate, machine, plan
 from tests.conftest import save_tiny_llama
 from tests.models.test_lean_draft import WORDS
 from tests.speed.test_calibration_cache import sample
@@ -76,7 +76,7 @@ def test_the_app_loads_a_pair_with_this_machines_cached_plan(lean_pair, tiny_mat
 
     pair, lean = lean_pair
     monkeypatch.setenv("SPECSCOPE_CACHE", str(tmp_path))  # this test's own calibration cache
-    monkeypatch.setattr(decode.models, "load_pair", lambda *a, **k: pair)
+    monkeypatch.setattr(pairs, "load_pair", lambda *a, **k: pair)
     target, draft = tiny_matching_folders
     controls = replace(Controls(), pair="custom", target=str(target), draft=str(draft))
     assert decode.load(controls, None) is pair and few_rows.plan_of(lean) == {}
@@ -87,7 +87,6 @@ def test_the_app_loads_a_pair_with_this_machines_cached_plan(lean_pair, tiny_mat
 
 
 def test_the_first_start_on_a_machine_calibrates_the_preloaded_pair_once(lean_pair, tmp_path, monkeypatch):
-    from ui import decode
 
     pair, lean = lean_pair
     monkeypatch.setenv("SPECSCOPE_CACHE", str(tmp_path))
@@ -98,20 +97,19 @@ def test_the_first_start_on_a_machine_calibrates_the_preloaded_pair_once(lean_pa
         return replace(sample(key), plan=PLAN)
 
     monkeypatch.setattr(calibrate, "measure", fake_measure)
-    decode.calibrate_once(pairs.load_pair("toy"), "toy")  # no lean target: nothing to choose, nothing timed
+    plan.calibrate_once(pairs.load_pair("toy"), "toy")  # no lean target: nothing to choose, nothing timed
     assert measured == []
-    decode.calibrate_once(pair, "custom")
+    plan.calibrate_once(pair, "custom")
     assert measured == [machine.machine_key("custom", "cpu")] and few_rows.plan_of(lean) == PLAN
     assert calibrate.load_cached(measured[0]) is not None  # kept for the next start
     few_rows.apply_plan(lean, {})
-    decode.calibrate_once(pair, "custom")  # cached: not timed again (load puts the plan on)
+    plan.calibrate_once(pair, "custom")  # cached: not timed again (load puts the plan on)
     assert len(measured) == 1
 
 
 def test_a_calibration_made_while_someone_stepped_is_used_but_not_kept(lean_pair, tmp_path, monkeypatch):
     """Steps during the first start's calibration share its cores (in a browser test it kept stock for one row
     where an idle machine keeps onednn): its plan serves this process, but the next start measures again."""
-    from ui import decode
     from ui.run_cache import RunCache
 
     pair, lean = lean_pair
@@ -123,9 +121,40 @@ def test_a_calibration_made_while_someone_stepped_is_used_but_not_kept(lean_pair
         return replace(sample(key), plan=PLAN)
 
     monkeypatch.setattr(calibrate, "measure", measured_while_a_step_ran)
-    decode.calibrate_once(pair, "custom", runs)
+    plan.calibrate_once(pair, "custom", lambda: runs.activity)
     key = machine.machine_key("custom", "cpu")
     assert few_rows.plan_of(lean) == PLAN and calibrate.load_cached(key) is None  # on now, not kept
     monkeypatch.setattr(calibrate, "measure", lambda pair_, key, progress, **_: replace(sample(key), plan=PLAN))
-    decode.calibrate_once(pair, "custom", runs)  # the next start, nobody stepping: kept
+    plan.calibrate_once(pair, "custom", lambda: runs.activity)  # the next start, nobody stepping: kept
     assert calibrate.load_cached(key) is not None
+
+
+ENTRY_POINTS = ("app.py", "ui", "bench", "decoding/cli", "decoding/lab", "decoding/compare", "decoding/fastest.py")
+
+
+def test_every_entry_point_loads_pairs_with_this_machines_plan():
+    """The app, the CLI, the lab, compare, `fastest()` and the bench load pairs through `speed.plan.load_planned`
+    (never `load_pair` directly), so one pair kind runs the same products wherever it is loaded. A module that
+    calls load_pair itself (as `python -m decoding generate` and the bench did) fails this."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    files = [p for e in ENTRY_POINTS for p in ((root / e).rglob("*.py") if (root / e).is_dir() else [root / e])]
+    direct = []
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text())):
+            called = node.func if isinstance(node, ast.Call) else None
+            name = getattr(called, "attr", None) or getattr(called, "id", None)
+            if name == "load_pair":
+                direct.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert len(files) > 40 and direct == []
+
+
+def test_load_planned_puts_this_machines_cached_plan_on(lean_pair, tmp_path, monkeypatch):
+    pair, lean = lean_pair
+    monkeypatch.setenv("SPECSCOPE_CACHE", str(tmp_path))
+    monkeypatch.setattr(pairs, "load_pair", lambda *a, **k: pair)
+    assert plan.load_planned("custom") is pair and few_rows.plan_of(lean) == {}  # nothing cached: stock
+    calibrate.save(replace(sample(machine.machine_key("custom", str(pair.device))), plan=PLAN))
+    assert plan.load_planned("custom") is pair and few_rows.plan_of(lean) == PLAN

@@ -159,7 +159,7 @@ def test_a_gain_within_the_cost_models_error_keeps_the_target_alone(gain, drafts
 def test_greedy_trees_are_the_drafts_top_k_verified_by_pointmass():
     """At T = 0 a tree is the draft's top-k (pointmass, lossless there); a chain stays sd. A flat curve with
     top-k rates that grow with k picks a tree, and the DecodeConfig it yields is pointmass's."""
-    from decoding.speed.choice import config_for
+    from decoding.fastest import config_for
 
     choice = choose(flat(), TABLE, greedy=True)
     assert max(choice.best.levels) >= 2 and choice.best.verifier == "pointmass"

@@ -15,8 +15,8 @@ from decoding.lab.language import load, presets
 from decoding.verify.registry import VERIFIERS
 from decoding.verify.step_law import Outcome, expected_tokens
 from decoding.verify.tree import DraftTree
-from decoding.verify.tree_entry import chain_nodes
 from decoding.verify.tree_rules import hsd
+from decoding.verify.tree_rules.chains import chain_nodes
 from tests.verifier_oracles import draft_trees, random_prefix_laws
 from tests.verify.hsd_oracle import authors_law, running_max_cap
 from tests.verify.tree_level_oracle import build, loss_gap, sequence_law

@@ -12,8 +12,8 @@ import torch
 
 from decoding.verify.registry import VERIFIERS
 from decoding.verify.tree import DraftTree
-from decoding.verify.tree_entry import chain_nodes
 from decoding.verify.tree_rules import hsd
+from decoding.verify.tree_rules.chains import chain_nodes
 from tests.verifier_oracles import draft_trees, random_prefix_laws
 from tests.verify.tree_level_oracle import build
 

@@ -13,8 +13,8 @@ import torch
 from decoding.verify.registry import VERIFIERS
 from decoding.verify.step_law import Outcome, expected_tokens
 from decoding.verify.tree import DraftTree
-from decoding.verify.tree_entry import chain_nodes, residual_law, weighted_residual
 from decoding.verify.tree_rules import block
+from decoding.verify.tree_rules.chains import chain_nodes, residual_law, weighted_residual
 from tests.verifier_oracles import draft_trees, random_prefix_laws
 from tests.verify.tree_level_oracle import build, loss_gap
 

@@ -21,15 +21,8 @@ from decoding.verify.origins import BONUS, DRAFT, RESIDUAL
 from decoding.verify.sampling import draw, uniform
 from decoding.verify.step_law import Outcome
 from decoding.verify.tree import DraftTree
-from decoding.verify.tree_entry import (
-    TreeEvent,
-    TreeWalk,
-    chain_nodes,
-    residual_law,
-    updated_weight,
-    weight_step,
-    weighted_residual,
-)
+from decoding.verify.tree_entry import TreeEvent, TreeWalk
+from decoding.verify.tree_rules.chains import chain_nodes, residual_law, updated_weight, weight_step, weighted_residual
 
 
 def shape(tree: DraftTree) -> str | None:
