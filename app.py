@@ -107,7 +107,7 @@ def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = (),
                 tree_view.plotly_warmup()
                 nodes = inspector.Inspector.build()
         with gr.Tabs() as tabs:  # the run charts are drawn only while their tab is open
-            versus = compare.ComparePanel.build(default)
+            versus = compare.ComparePanel.build(default, caps)
             stats = run_stats.RunStats.build()
             traces = trace_io.TraceIO.build()
             with gr.Tab("Verifier lab", id="lab"):
@@ -164,8 +164,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="also serve the MCP server (its tools: " + ", ".join(endpoints.TOOLS)
                              + "); on by default on a Hugging Face Space")
     for name, (ceiling, what) in CEILINGS.items():
-        parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=ceiling, metavar="N",
-                            help=f"limit on {what} per run (default and most: {ceiling})")
+        default = getattr(Caps(), name)
+        most = f"default and most: {ceiling}" if default == ceiling else f"default {default}, most {ceiling}"
+        parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=default, metavar="N",
+                            help=f"limit per run on {what} ({most})")
     args = parser.parse_args(argv)
     try:
         args.caps = caps_of(args)

@@ -20,6 +20,7 @@ from decoding.compare.selection import allowed_keys, check_selection
 from decoding.run.config import DecodeConfig
 from decoding.verify.registry import VERIFIERS
 from ui import decode
+from ui.caps import Caps
 from ui.endpoints import public
 from ui.session import Controls, Session
 from ui.views import Out, Views, md
@@ -28,6 +29,7 @@ from viz.narrate import plural
 
 PROGRESS = gr.Progress()  # Gradio gives each event its own tracker; this default holds no state
 MC_DRAWS = 200  # Monte-Carlo walks per verifier and step in the app: enough for the chi-square, cheap on toy
+# (within this server's --max-compare-mc: `default_draws`)
 MAX_SEEDS = 16
 
 
@@ -48,7 +50,8 @@ class ComparePanel:
     runs_table: gr.Dataframe
 
     @classmethod
-    def build(cls, default: Controls) -> ComparePanel:
+    def build(cls, default: Controls, caps: Caps | None = None) -> ComparePanel:
+        caps = caps or Caps()
         with gr.Tab("Compare verifiers", id="compare", elem_id="compare-tab"):
             gr.Markdown("Tick **compare**, pick verifiers and press **Step**: every one judges the same step "
                         "(one target forward); the main menu's verifier still decides the text.")
@@ -59,8 +62,8 @@ class ComparePanel:
                                     elem_id="compare-allowed-btn")
             verifiers = gr.Dropdown(choices(), value=default_keys(default), multiselect=True,
                                     label="verifiers to compare", elem_id="compare-verifiers")
-            mc = gr.Slider(0, 2000, MC_DRAWS, step=50, label="Monte-Carlo walks per verifier (0 = off)",
-                           elem_id="compare-mc")
+            mc = gr.Slider(0, caps.max_compare_mc, default_draws(caps), step=50,
+                           label="Monte-Carlo walks per verifier (0 = off)", elem_id="compare-mc")
             note = gr.Markdown(NOT_COMPARED, elem_id="compare-note")
             multiples = gr.Plot(show_label=False, elem_id="compare-multiples")
             table = gr.Dataframe(headers=vc.TABLE_HEADERS, datatype="str", interactive=False, wrap=True,
@@ -159,7 +162,7 @@ def selected(views: Views, values: dict) -> tuple[list[str], int]:
     keys = read_keys(options.get("compare_keys"))
     if not keys:
         raise ValueError("compare is on but no verifier is selected: pick at least one, or untick compare")
-    return keys, read_draws(options.get("compare_mc"))
+    return keys, read_draws(options.get("compare_mc"), views.caps)
 
 
 def read_keys(raw: Any) -> list[str]:
@@ -170,14 +173,22 @@ def read_keys(raw: Any) -> list[str]:
     return list(dict.fromkeys(keys))
 
 
-def read_draws(raw: Any) -> int:
+def read_draws(raw: Any, caps: Caps) -> int:
+    """The compare view's Monte-Carlo walks per verifier (a missing value: `default_draws`), within `caps`."""
     try:
-        draws = MC_DRAWS if raw in (None, "") else int(float(raw))
-    except (TypeError, ValueError):
+        draws = default_draws(caps) if raw in (None, "") else int(float(raw))
+    except (TypeError, ValueError, OverflowError):
         raise ValueError(f"Monte-Carlo walks must be a whole number, got {raw!r}") from None
-    if not 0 <= draws <= 100_000:
-        raise ValueError(f"Monte-Carlo walks must be between 0 and 100000, got {draws}")
+    if draws < 0:
+        raise ValueError(f"Monte-Carlo walks must be 0 (off) or more, got {draws}")
+    caps.check_compare_mc(draws)
     return draws
+
+
+def default_draws(caps: Caps) -> int:
+    """The walks a compared step makes unless asked otherwise (the slider's start, a link's Steps): MC_DRAWS, or
+    fewer where this server's cap is lower."""
+    return min(MC_DRAWS, caps.max_compare_mc)
 
 
 # ---- handlers ------------------------------------------------------------------------------------------

@@ -108,11 +108,11 @@ def run_steps(views: Views, session: Session, link: Link, runs: RunCache | None,
     """A new run of the link's controls, `link.steps` Steps (fewer when the run ends first)."""
     if link.steps <= 0:
         return session
-    from ui.compare import MC_DRAWS
+    from ui.compare import default_draws
 
     configured = Configured(link.controls, link.controls.config(views.caps))  # read_link checked the caps
     run, fresh = decode.open_run(Session(key=session.key), configured, None, link.compare,
-                                 MC_DRAWS if link.compare else 0, runs=runs)
+                                 default_draws(views.caps) if link.compare else 0, runs=runs)
     for _ in range(link.steps):
         if decode.advance(run) is None or run.done:
             break

@@ -17,7 +17,8 @@ number are refused; a value outside the widget's range is refused with a message
 the compare view's Step, "Compare whole runs", its "select every lossless verifier" button, the MCP
 step tool, an imported trace that is continued: ui/trace_run.py): the control-value rules above, then
 the server's launch caps on the tree shape. Its result, `Configured`, is what `ui.decode.open_run` takes,
-so no handler can start a run that skipped the caps.
+so no handler can start a run that skipped the caps. The compare view's options are not controls: its
+Monte-Carlo walks are read next to them, within the same caps (ui/compare.py's `selected`, `default_draws`).
 """
 
 from __future__ import annotations

@@ -10,11 +10,12 @@ import pytest
 import app
 from decoding.run import config as run_config
 from decoding.run import engine
+from ui import compare
 from ui import controls as ui_controls
-from ui.caps import Caps
+from ui.caps import CEILINGS, COMPARE_MC, Caps
 from ui.session import SHAPES, Controls
 
-TIGHT = Caps(max_nodes=10, max_depth=3, max_branch=3, max_new_tokens=20, max_prompt_chars=50)
+TIGHT = Caps(max_nodes=10, max_depth=3, max_branch=3, max_new_tokens=20, max_prompt_chars=50, max_compare_mc=100)
 _, VIEWS = app.build_page("toy", caps=TIGHT)
 OK = dict(pair="toy", target=None, draft=None, prompt="the cat", verifier="rrs", shape=SHAPES[0],
           branching="3,2", sequences=2.0, depth=3.0, temperature=0.8, top_k=0.0, top_p=1.0, seed=2.0,
@@ -27,13 +28,13 @@ def _step(**raw):
 
 def test_default_caps_are_the_library_limits():
     assert Caps() == Caps(run_config.MAX_NODES, run_config.MAX_DEPTH, run_config.MAX_BRANCH,
-                          run_config.MAX_NEW_TOKENS, engine.MAX_PROMPT_CHARS)
-    assert app.parse_args([]).caps == Caps()
+                          run_config.MAX_NEW_TOKENS, engine.MAX_PROMPT_CHARS, COMPARE_MC)
+    assert app.parse_args([]).caps == Caps() and Caps().max_compare_mc == 2000  # the compare view's slider top
 
 
 def test_launch_flags_build_the_caps_and_bad_ones_exit_2(capsys):
     args = app.parse_args(["--max-nodes", "10", "--max-depth", "3", "--max-branch", "3", "--max-new-tokens", "20",
-                           "--max-prompt-chars", "50"])
+                           "--max-prompt-chars", "50", "--max-compare-mc", "100"])
     assert args.caps == TIGHT
     for flag, value in (("--max-nodes", "0"), ("--max-depth", str(run_config.MAX_DEPTH + 1))):
         with pytest.raises(SystemExit) as exit_info:
@@ -44,7 +45,7 @@ def test_launch_flags_build_the_caps_and_bad_ones_exit_2(capsys):
 
 @pytest.mark.parametrize("name", [f.name for f in fields(Caps)])
 def test_each_cap_refuses_zero_and_above_its_ceiling(name):
-    for value in (0, getattr(Caps(), name) + 1, 2.5):
+    for value in (0, CEILINGS[name][0] + 1, 2.5):
         with pytest.raises(ValueError, match=f"--{name.replace('_', '-')} "):
             replace(Caps(), **{name: value})
 
@@ -104,3 +105,27 @@ def test_select_allowed_refuses_a_shape_over_the_caps_and_keeps_the_selection():
         kept = compare.select_allowed(VIEWS, values)
     assert kept == {"__type__": "update"}
     assert compare.select_allowed(VIEWS, VIEWS.inputs(None, **OK))["value"]  # within the caps: a selection
+
+
+# ---- the compare view's Monte-Carlo walks (--max-compare-mc; the default cap: tests/ui/test_compare_events.py) --
+def _compared(walks, keys=("rrs_wor", "spectr")) -> str:
+    """The status after a Step with compare on and `walks` as the front end and the API send it (a float)."""
+    values = VIEWS.inputs(None, **OK, compare=True, compare_keys=list(keys), compare_mc=walks)
+    return VIEWS.named(ui_controls.step(VIEWS, values, progress=None)).status.replace("\\", "")
+
+
+def test_the_walks_cap_bounds_the_slider_and_refuses_a_step_above_it():
+    slider = VIEWS.options["compare_mc"]
+    assert slider.maximum == 100 and slider.value == 100  # the page starts within the cap (MC_DRAWS is 200)
+    assert "100 Monte-Carlo walks per compared verifier" in TIGHT.text()
+    status = _compared(101.0)
+    assert status.startswith("⚠️") and "101 Monte-Carlo walks per compared verifier; this server's limit is 100" \
+        in status, status
+
+
+def test_walks_within_the_cap_run_and_a_missing_value_is_the_default_within_it():
+    status = _compared(100.0)
+    assert "⚠️" not in status and "Step 1 of 1" in status, status
+    values = VIEWS.inputs(None, **OK, compare=True, compare_keys=["rrs"], compare_mc=None)
+    verdicts = VIEWS.named(ui_controls.step(VIEWS, values, progress=None)).session.steps[-1].compare.verdicts
+    assert compare.default_draws(TIGHT) == 100 and {v.mc_draws for v in verdicts} == {100}  # MC_DRAWS is 200

@@ -6,6 +6,7 @@ verifier the shape does not allow is refused with a message."""
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import fields, replace
 
 import pytest
@@ -13,7 +14,7 @@ import pytest
 import app
 from decoding.compare.selection import allowed_keys
 from decoding.models import pairs as models
-from ui import compare, tree_view
+from ui import compare, decode, tree_view
 from ui import controls as ui_controls
 from ui.session import Controls, Session
 from viz import compare as vc
@@ -104,6 +105,27 @@ def test_a_verifier_the_shape_does_not_allow_is_refused_with_a_message():
 def test_a_bad_selection_gives_a_message(keys, words):
     views = compared_step(Session(), keys=keys)
     assert "⚠️" in views.status and words in views.status and views.session.steps == ()
+
+
+NINE = ["rrs", "rrs_wor", "spectr", "khisti_is", "hu_greedy", "pointmass", "gls", "ot_optimal", "traversal"]
+
+
+@pytest.mark.parametrize("handler", [ui_controls.step, ui_controls.run], ids=["step", "run"])
+def test_walks_over_the_servers_cap_are_refused_at_once(handler, monkeypatch):
+    """Through the API, /step with compare on, nine verifiers and compare_mc=100000 held an embedded-pair server for
+    140 s: the boundary read up to 100,000 walks and no launch cap covered them. Refused now, before any model
+    work, with the one-line message of every cap (the default cap, 2,000, is the slider's top)."""
+    def started(pair, config, state, keys, mc_draws):  # before the cap: minutes of walks, then a plain status
+        pytest.fail(f"a compared run was started with {mc_draws} Monte-Carlo walks per verifier")
+
+    monkeypatch.setattr(decode, "CompareRun", started)
+    values = VIEWS.inputs(None, **raw(CONTROLS, compare=True, compare_keys=NINE, compare_mc=100000.0))
+    start = time.perf_counter()
+    out = handler(VIEWS, values, progress=None)
+    status = VIEWS.named(out if isinstance(out, dict) else list(out)[-1]).status.replace("\\", "")  # Markdown
+    assert time.perf_counter() - start < 2
+    assert status.startswith("⚠️") and "100000 Monte-Carlo walks per compared verifier; this server's limit is " \
+        "2000" in status, status
 
 
 def test_a_lone_string_selection_is_one_verifier():

@@ -130,6 +130,19 @@ def test_opening_a_link_runs_its_steps_and_the_text_is_the_seeded_runs(toy_views
     assert out[panel.notice] == "" and "Step 3 of 3" in out[views.status]
 
 
+def test_a_compared_links_walks_stay_within_the_servers_cap(toy_views):
+    """A link with `compare` runs its Steps with the app's usual walks (200), or the server's --max-compare-mc
+    where that is lower: the link asks for no count, so it is capped, not refused."""
+    from ui import links
+
+    views, panel, tabs = toy_views
+    controls = replace(DEFAULT, pair="toy", prompt="the cat", verifier="rrs", branching="2,2")
+    query = parsed(link_query(Link(controls, 1, ("rrs_wor", "spectr"))))
+    out = links.open_link(replace(views, caps=Caps(max_compare_mc=50)), panel, tabs, DEFAULT, None, query)
+    verdicts = out[views.state].steps[-1].compare.verdicts
+    assert [v.key for v in verdicts] == ["rrs", "rrs_wor", "spectr"] and {v.mc_draws for v in verdicts} == {50}
+
+
 def test_a_junk_link_opens_with_a_notice_and_runs_nothing(toy_views):
     from ui import links
 
