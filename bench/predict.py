@@ -29,6 +29,7 @@ import torch
 
 from bench.speed import load_prompts, parse_temperatures
 from decoding.models.kinds import BUILT_IN
+from decoding.run.config import parse_branching
 from decoding.speed.chooser import Prediction
 
 DEFAULT_SHAPES = {0.0: "alone;1;1,1;1,1,1;2;3;4;3,1", None: "alone;1;1,1;2;3;4;2,1;3,1"}  # None: any T > 0
@@ -53,10 +54,7 @@ def parse_shapes(text: str) -> list[tuple[int, ...]]:
     """'alone;1;1,1;2,1' -> [(), (1,), (1, 1), (2, 1)]."""
     shapes = []
     for item in (s.strip() for s in text.split(";") if s.strip()):
-        try:
-            levels = () if item == "alone" else tuple(int(b) for b in item.split(","))
-        except ValueError:
-            raise ValueError(f"--shapes: {item!r} is not 'alone' or comma-separated widths like 2,1") from None
+        levels = () if item == "alone" else parse_branching(item, "--shapes (or 'alone')")
         if any(not 1 <= b <= 8 for b in levels):
             raise ValueError(f"--shapes: widths must be 1..8, got {item!r}")
         shapes.append(levels)

@@ -87,7 +87,8 @@ def parse_configs(items: list[str] | None) -> dict[str, DecodeConfig]:
         tree, _, flag = rest.partition(":")
         if not sep or flag not in ("", "adaptive"):
             raise ValueError(f"a config is verifier:tree[:adaptive], e.g. sd:1,1,1,1; got {item!r}")
-        out[item] = DecodeConfig(verifier=verifier, branching=parse_branching(tree), adaptive=flag == "adaptive")
+        levels = parse_branching(tree, "--configs")
+        out[item] = DecodeConfig(verifier=verifier, branching=levels, adaptive=flag == "adaptive")
     return out
 
 

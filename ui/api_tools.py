@@ -18,11 +18,11 @@ import torch
 
 from decoding.lab import certify as certify_mod
 from decoding.lab import language as lang
-from decoding.lab.trees import parse_shape
 from decoding.run import engine
+from decoding.run.config import parse_branching
 from decoding.run.schema import step_to_dict
 from decoding.speed.plan import load_planned
-from decoding.verify.registry import VERIFIERS
+from decoding.verify.registry import VERIFIERS, lookup
 from decoding.verify.theory import optimal
 from decoding.verify.theory import routes as theory
 from ui.caps import Caps
@@ -56,7 +56,7 @@ def certify(verifier: str, language: str = "worked_example", shape: str = "2,2",
     entry = _verifier(verifier)
     tiny = _language(language, p, q)
     try:
-        levels = parse_shape(shape, field="shape")
+        levels = parse_branching(shape, field="shape")
         if len(levels) > MAX_LAB_LEVELS or max(levels) > MAX_LAB_CHILDREN:
             raise ValueError(f"shape {shape!r}: at most {MAX_LAB_LEVELS} levels of at most {MAX_LAB_CHILDREN} "
                              "candidates")
@@ -139,9 +139,10 @@ def step_tool(caps: Caps):
 
 
 def _verifier(key: str):
-    if key not in VERIFIERS:
-        raise gr.Error(f"unknown verifier {key!r}; choose one of: {', '.join(VERIFIERS)}")
-    return VERIFIERS[key]
+    try:
+        return lookup(key)
+    except ValueError as err:
+        raise gr.Error(str(err)) from err
 
 
 def _language(name: str, p: list[float] | None, q: list[float] | None) -> lang.TinyLanguage:

@@ -18,7 +18,7 @@ import gradio as gr
 from decoding.compare import runs
 from decoding.compare.selection import allowed_keys, check_selection
 from decoding.run.config import DecodeConfig
-from decoding.verify.registry import VERIFIERS
+from decoding.verify.registry import VERIFIERS, check_keys
 from ui import decode
 from ui.caps import Caps
 from ui.endpoints import public
@@ -167,10 +167,7 @@ def selected(views: Views, values: dict) -> tuple[list[str], int]:
 
 def read_keys(raw: Any) -> list[str]:
     keys = [raw] if isinstance(raw, str) else list(raw or [])
-    unknown = [k for k in keys if k not in VERIFIERS]
-    if unknown:
-        raise ValueError(f"unknown verifier {unknown[0]!r} to compare; choose from: {', '.join(VERIFIERS)}")
-    return list(dict.fromkeys(keys))
+    return list(dict.fromkeys(check_keys(keys)))
 
 
 def read_draws(raw: Any, caps: Caps) -> int:

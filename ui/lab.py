@@ -19,8 +19,10 @@ from decoding.lab import language as lang
 from decoding.lab.custom import is_custom
 from decoding.lab.node import node_report, sequence_report
 from decoding.lab.tradeoff import FUZZY, tradeoff, tradeoff_size
-from decoding.lab.trees import PastLimit, enumeration_size, parse_shape
+from decoding.lab.trees import PastLimit, enumeration_size
+from decoding.run.config import parse_branching
 from decoding.verify.entry import Verifier
+from decoding.verify.registry import unknown_verifier
 from ui.endpoints import public
 from ui.session import shown_number
 from viz import lab as viz_lab
@@ -131,11 +133,11 @@ def _nothing_drawn(reason: str):
 def certify_shape(registry: Mapping[str, Verifier], preset: str, table: Any, key: str, shape: str):
     """-> (sequence figure, markdown): the preset language with its root rows taken from the table."""
     try:
-        language, levels = with_root(load_preset(preset), table), parse_shape(shape, SHAPE_FIELD)
+        language, levels = with_root(load_preset(preset), table), parse_branching(shape, SHAPE_FIELD)
         check_size(registry[key], language, levels)
         report = sequence_report(registry[key], language, levels)
     except KeyError:
-        return viz_lab.message_figure("nothing certified"), f"**Input:** unknown verifier {key!r}"
+        return viz_lab.message_figure("nothing certified"), f"**Input:** {unknown_verifier(key)}"
     except ValueError as err:
         return viz_lab.message_figure("nothing certified"), f"**Input:** {err}"
     lines = [f"**{key}** on *{language.name}*, tree {shape}: "
@@ -154,7 +156,7 @@ def tradeoff_chart(registry: Mapping[str, Verifier], preset: str, table: Any, ke
     chosen += [k for k in TRADEOFF_ALWAYS if k in registry and k not in chosen]
     chosen += [FUZZY] if FUZZY in registry else []
     try:
-        language, levels = with_root(load_preset(preset), table), parse_shape(shape, SHAPE_FIELD)
+        language, levels = with_root(load_preset(preset), table), parse_branching(shape, SHAPE_FIELD)
         try:
             tradeoff_size(registry, language, levels, chosen, MAX_TRADEOFF_WORK)
         except PastLimit:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from urllib.parse import quote, urlencode
 
 from decoding.run.config import Branching, parse_branching
-from decoding.verify.registry import VERIFIERS
+from decoding.verify.registry import VERIFIERS, lookup, unknown_verifier
 from ui.caps import Caps
 from ui.session import PAIRS, SHAPES, Controls, field_spec, read_value
 
@@ -96,8 +96,8 @@ def _field(name: str, raw: str, default: Controls, caps: Caps):
     value = read_value(field_spec(name, caps), raw, getattr(default, name))
     if name == "pair" and value not in [v for _, v in PAIRS]:
         raise ValueError(f"unknown model pair {value!r}; choose one of: {', '.join(v for _, v in PAIRS)}")
-    if name == "verifier" and value not in VERIFIERS:
-        raise ValueError(f"unknown verifier {value!r}; choose one of: {', '.join(VERIFIERS)}")
+    if name == "verifier":
+        lookup(value)
     if name == "branching":
         shape = Branching(parse_branching(value))
         shape.check()
@@ -122,7 +122,7 @@ def _compare(raw: str | None, notices: list[str]) -> tuple[str, ...]:
     keys = tuple(dict.fromkeys(k.strip() for k in (raw or "").split(",") if k.strip()))
     unknown = [k for k in keys if k not in VERIFIERS]
     if unknown:
-        notices.append(f"link compare: unknown verifier {unknown[0]!r}; choose from: {', '.join(VERIFIERS)}; "
+        notices.append(f"link compare: {unknown_verifier(unknown[0])}; "
                        "compare is off")
         return ()
     return keys

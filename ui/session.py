@@ -31,7 +31,7 @@ from typing import Any
 from decoding.run import engine
 from decoding.run.config import MAX_TOP_K, Branching, DecodeConfig, Sequences, parse_branching
 from decoding.run.schema import Trace
-from decoding.verify.registry import VERIFIERS
+from decoding.verify.registry import lookup
 from ui.caps import Caps
 from viz import stats
 
@@ -73,6 +73,9 @@ def field_spec(name: str, caps: Caps) -> Field:
     return FIELDS[name] if maximum is None else replace(FIELDS[name], maximum=maximum)
 
 
+_DEFAULT = DecodeConfig()  # the page's defaults are the config's: one place for each (a test holds them equal)
+
+
 @dataclass(frozen=True)
 class Controls:
     """The control values, typed; field order is the order of the app's control widgets."""
@@ -81,16 +84,16 @@ class Controls:
     target: str = ""
     draft: str = ""
     prompt: str = "Why is the sky blue?"
-    verifier: str = "rrs_wor"
+    verifier: str = _DEFAULT.verifier
     shape: str = SHAPES[0]
-    branching: str = "3,2,2"
+    branching: str = ",".join(map(str, _DEFAULT.shape.widths))
     sequences: int = 4
     depth: int = 4
-    temperature: float = 0.8
-    top_k: int = 0
-    top_p: float = 1.0
-    seed: int = 0
-    max_new_tokens: int = 48
+    temperature: float = _DEFAULT.temperature
+    top_k: int = _DEFAULT.top_k
+    top_p: float = _DEFAULT.top_p
+    seed: int = _DEFAULT.seed
+    max_new_tokens: int = _DEFAULT.max_new_tokens
 
     @classmethod
     def from_raw(cls, *values: Any, caps: Caps | None = None, **named: Any) -> Controls:
@@ -120,8 +123,7 @@ class Controls:
 
     def config(self, caps: Caps | None = None) -> DecodeConfig:
         """A validated DecodeConfig within the launch `caps`; ValueError with a readable message otherwise."""
-        if self.verifier not in VERIFIERS:
-            raise ValueError(f"unknown verifier {self.verifier!r}; choose one of: {', '.join(VERIFIERS)}")
+        lookup(self.verifier)
         sequences = self.shape == SHAPES[1]
         shape = Sequences(self.sequences, self.depth) if sequences else Branching(parse_branching(self.branching))
         shape.check()  # the library's own message first (e.g. a level of 0 children)

@@ -35,7 +35,7 @@ def _config(args: argparse.Namespace, run_key: str) -> DecodeConfig:
     if args.steps < 1 or args.seeds < 1 or args.mc_draws < 0:
         raise ValueError("--steps and --seeds must be >= 1 and --mc-draws >= 0")
     shape = (dict(sequences=args.sequences, depth=args.depth) if args.sequences
-             else dict(branching=parse_branching(args.tree)))
+             else dict(branching=parse_branching(args.tree, "--tree")))
     return DecodeConfig(verifier=run_key, temperature=args.temperature, seed=args.seed, chat=args.chat,
                         max_new_tokens=min(1024, args.steps * 64) if not args.runs else args.max_new_tokens, **shape)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from decoding.run.config import DecodeConfig
-from decoding.verify.registry import VERIFIERS
+from decoding.verify.registry import VERIFIERS, check_keys
 
 
 def parse_keys(text: str) -> list[str]:
@@ -11,9 +11,7 @@ def parse_keys(text: str) -> list[str]:
     keys = [k.strip() for k in str(text).split(",") if k.strip()]
     if not keys:
         raise ValueError("--verifiers needs at least one verifier key, e.g. rrs,rrs_wor,spectr,pointmass")
-    unknown = [k for k in keys if k not in VERIFIERS]
-    if unknown:
-        raise ValueError(f"unknown verifier {unknown[0]!r}; choose from: {', '.join(VERIFIERS)}")
+    check_keys(keys)
     if len(set(keys)) != len(keys):
         raise ValueError(f"a verifier is listed twice in {text!r}")
     return keys

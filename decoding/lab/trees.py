@@ -30,18 +30,6 @@ class DraftedTree:
     q: torch.Tensor  # [N, V] draft row of every node
 
 
-def parse_shape(text: str, field: str = "--tree") -> tuple[int, ...]:
-    """"2,2" -> (2, 2); refuses empty, non-integer or non-positive entries with one clear line that names
-    `field` as the caller shows it (the CLI's flag; the app's "tree shape")."""
-    try:
-        shape = tuple(int(part) for part in str(text).split(","))
-    except ValueError:
-        raise ValueError(f"{field} must be comma-separated candidate counts like 2,2 or 1,1,1, got {text!r}") from None
-    if not shape or any(k < 1 for k in shape):
-        raise ValueError(f"{field} needs positive candidate counts, got {text!r}")
-    return shape
-
-
 def candidate_tuples(entry: Verifier, q: torch.Tensor, k: int) -> Iterator[tuple[tuple[int, ...], float]]:
     """Every ordered candidate tuple of the entry's law with its probability.
 

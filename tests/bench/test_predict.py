@@ -14,10 +14,12 @@ from decoding.run import engine
 
 def test_shapes_parse_and_bad_ones_say_what_is_wrong():
     assert predict.parse_shapes("alone; 1;2,1") == [(), (1,), (2, 1)]
-    with pytest.raises(ValueError, match="not 'alone' or comma-separated"):
+    with pytest.raises(ValueError, match="--shapes \\(or 'alone'\\) must be comma-separated positive integers"):
         predict.parse_shapes("1;x")
-    with pytest.raises(ValueError, match="1..8"):
+    with pytest.raises(ValueError, match="positive integers"):
         predict.parse_shapes("0,1")
+    with pytest.raises(ValueError, match="1..8"):
+        predict.parse_shapes("9,1")
     with pytest.raises(ValueError, match="empty"):
         predict.parse_shapes(" ; ")
 

@@ -51,7 +51,7 @@ def _without_times(steps):
     [
         (["--verifier", "nope"], "unknown verifier 'nope'"),
         (["--verifier", "spechub", "--tree", "3,2"], "at most 2 candidates"),
-        (["--tree", "3,x"], "tree shape"),
+        (["--tree", "3,x"], "--tree must be comma-separated positive integers"),
     ],
 )
 def test_bad_settings_give_a_clear_error(args, message):

@@ -99,8 +99,8 @@ def test_the_api_certify_tool_shares_the_cap():
         api_tools.certify("rrs", "worked_example", "3,3,3")
 
 
-@pytest.mark.parametrize("shape, message", [("abc", "shape must be comma-separated candidate counts"),
-                                            ("0", "shape needs positive candidate counts"),
+@pytest.mark.parametrize("shape, message", [("abc", "shape must be comma-separated positive integers"),
+                                            ("0", "shape must be comma-separated positive integers"),
                                             ("4", "at most 3 levels of at most 3 candidates")])
 def test_the_api_certify_tool_refuses_a_bad_shape_with_its_message(shape, message):
     with pytest.raises(gr.Error, match=message):
@@ -177,9 +177,9 @@ def test_an_empty_runs_box_is_refused_by_the_lab():
 
 def test_a_bad_shape_names_the_tree_shape_field_not_a_flag():
     _, md = fire("lab-certify-btn", "click", lab_shape="abc")
-    assert md == "**Input:** tree shape must be comma-separated candidate counts like 2,2 or 1,1,1, got 'abc'"
+    assert md == "**Input:** tree shape must be comma-separated positive integers like 3,2,2 or 1,1,1; got 'abc'"
     _, md = fire("lab-tradeoff-btn", "click", lab_shape="2,0")
-    assert md == "**Input:** tree shape needs positive candidate counts, got '2,0'"
+    assert md == "**Input:** tree shape must be comma-separated positive integers like 3,2,2 or 1,1,1; got '2,0'"
 
 
 # 6. Float rounding shows as < 1e-12, and every number has the same digits.

@@ -23,7 +23,7 @@ import torch
 
 from decoding.verify import laws
 from decoding.verify.entry import Verifier
-from decoding.verify.registry import VERIFIERS
+from decoding.verify.registry import lookup
 from decoding.verify.sampling import make_generator
 from decoding.verify.theory.acceptance import METHODS, Acceptance
 from decoding.verify.theory.optimal import as_law, inclusion_probabilities, membership_bound, optimal_acceptance
@@ -60,9 +60,7 @@ def _entry(key: str | Verifier) -> Verifier:
     """The registry entry `key`, or the entry itself (one configured with parameters: fuzzy's threshold)."""
     if isinstance(key, Verifier):
         return key
-    if key not in VERIFIERS:
-        raise ValueError(f"unknown verifier {key!r}; choose one of: {', '.join(VERIFIERS)}")
-    return VERIFIERS[key]
+    return lookup(key)
 
 
 def n_tuples(law: str | laws.Law, V: int, k: int) -> int:
