@@ -31,7 +31,8 @@ def test_the_unknown_verifier_message_is_written_once():
 def test_one_tree_shape_parser():
     """Only run/config.parse_branching turns '3,2,2' into levels; every caller names its field through it."""
     assert [p.split(":")[0] for p in places(r"comma-separated positive integers")] == ["decoding/run/config.py"]
-    assert [p.split(":")[0] for p in places(r"^def parse_(shape|branching|levels|tree)\b")] == ["decoding/run/config.py"]
+    parsers = places(r"^def parse_(shape|branching|levels|tree)\b")
+    assert [p.split(":")[0] for p in parsers] == ["decoding/run/config.py"]
 
 
 def test_the_page_reads_its_defaults_from_decode_config():
