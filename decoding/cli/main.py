@@ -65,6 +65,9 @@ def _add_generate_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fuzzy-threshold", type=float, default=d.fuzzy_threshold, metavar="T",
                    help=f"--verifier fuzzy: accept when JS(p, q) <= T nats (default {d.fuzzy_threshold}; "
                    "0 = only where q = p, ln 2 = 0.693 accepts every draft)")
+    p.add_argument("--cactus-delta", type=float, default=d.cactus_delta, metavar="D",
+                   help=f"--verifier cactus: each candidate's divergence budget delta (default {d.cactus_delta}; "
+                   "0 = plain SD; larger accepts more and moves the output further from p)")
     p.add_argument("--also-pair", default=None, choices=BUILT_IN,
                    help="run the same config and seed again with this second built-in pair and say whether the "
                    "texts match (with gls and one draft per node they do: the text does not depend on the draft)")
@@ -78,27 +81,27 @@ def _verifier_help() -> str:
 
 
 def config_from_args(args: argparse.Namespace) -> DecodeConfig:
-    shape = Sequences(args.sequences, args.depth) if args.sequences else Branching(parse_branching(args.tree))
+    shape = Sequences(args.sequences, args.depth) if args.sequences else Branching(parse_branching(args.tree, "--tree"))
     return DecodeConfig(verifier=args.verifier, shape=shape, temperature=args.temperature, top_k=args.top_k,
                         top_p=args.top_p, seed=args.seed, max_new_tokens=args.max_new_tokens, chat=args.chat,
-                        fuzzy_threshold=args.fuzzy_threshold)
+                        fuzzy_threshold=args.fuzzy_threshold, cactus_delta=args.cactus_delta)
 
 
 def run_generate(args: argparse.Namespace) -> int:
-    from decoding.models import pairs as models
     from decoding.run import engine
     from decoding.run.schema import trace_to_json
+    from decoding.speed.plan import load_planned
 
     config = config_from_args(args)  # validate before loading any model
     if args.draft and not args.target:
         raise ValueError("--draft needs --target")
     kind = "custom" if args.target else args.pair
-    pair = models.load_pair(kind, target=args.target, draft=args.draft, device=args.device)
+    pair = load_planned(kind, target=args.target, draft=args.draft, device=args.device)
     trace = engine.generate(pair, config, args.prompt)
     print(trace.text)
     _print_summary(config, trace.summary, kind if args.also_pair else None)
     if args.also_pair:
-        other = engine.generate(models.load_pair(args.also_pair, device=args.device), config, args.prompt)
+        other = engine.generate(load_planned(args.also_pair, device=args.device), config, args.prompt)
         print(f"--- {args.also_pair} (same config, same seed) ---")
         print(other.text)
         _print_summary(config, other.summary, args.also_pair)

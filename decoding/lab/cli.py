@@ -2,6 +2,7 @@
 
     python -m decoding certify (--verifier KEY | --verifier-file PATH) [--language FILE] [--random N]
                                [--tree 2,2 | --k K] [--seed S] [--json PATH] [--fuzzy-threshold T]
+                               [--cactus-delta D]
 
 Without --language and --random, every preset of assets/languages is used. --json writes the
 contract {"verifier", "lossless", "max_tv", "cases", "worst_case", "expected_tokens", "expected_accepted"}.
@@ -16,7 +17,7 @@ from pathlib import Path
 from decoding.lab import certify as certify_mod
 from decoding.lab import language as lang
 from decoding.lab.custom import load_custom
-from decoding.lab.trees import parse_shape
+from decoding.run.config import parse_branching
 from decoding.verify.entry import Verifier
 
 EXIT_LOSSLESS, EXIT_BAD_INPUT, EXIT_LOSSY = 0, 2, 3
@@ -35,16 +36,17 @@ def add_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", default=None, help="write the certificate JSON here")
     p.add_argument("--fuzzy-threshold", type=float, default=None, metavar="T",
                    help="--verifier fuzzy: its JS threshold in nats (default: the rule's, 0.4)")
+    p.add_argument("--cactus-delta", type=float, default=None, metavar="D",
+                   help="--verifier cactus: each candidate's divergence budget (default: the rule's, 0.01)")
 
 
 def resolve_entry(args: argparse.Namespace) -> Verifier:
     if args.verifier_file:
         return load_custom(args.verifier_file)
-    from decoding.verify.registry import VERIFIERS
+    from decoding.verify.registry import lookup
 
-    if args.verifier not in VERIFIERS:
-        raise ValueError(f"unknown verifier {args.verifier!r}; choose one of: {', '.join(VERIFIERS)}")
-    return with_threshold(VERIFIERS[args.verifier], args.fuzzy_threshold)
+    entry = with_threshold(lookup(args.verifier), args.fuzzy_threshold)
+    return with_delta(entry, getattr(args, "cactus_delta", None))
 
 
 def with_threshold(entry: Verifier, threshold: float | None) -> Verifier:
@@ -58,10 +60,21 @@ def with_threshold(entry: Verifier, threshold: float | None) -> Verifier:
     return DecodeConfig(verifier="fuzzy", fuzzy_threshold=threshold).entry()
 
 
+def with_delta(entry: Verifier, delta: float | None) -> Verifier:
+    """The entry with --cactus-delta applied, validated as DecodeConfig validates it (one line when wrong)."""
+    if delta is None:
+        return entry
+    from decoding.run.config import DecodeConfig
+
+    if entry.name != "cactus":
+        raise ValueError(f"--cactus-delta applies to --verifier cactus only, not {entry.name!r}")
+    return DecodeConfig(verifier="cactus", branching=(1,), cactus_delta=delta).entry()
+
+
 def resolve_shape(args: argparse.Namespace, entry: Verifier) -> tuple[int, ...]:
     if args.k is not None:
-        return parse_shape(str(args.k))
-    return parse_shape(args.tree) if args.tree else certify_mod.default_shape(entry)
+        return parse_branching(str(args.k), "--k")
+    return parse_branching(args.tree, "--tree") if args.tree else certify_mod.default_shape(entry)
 
 
 def resolve_languages(args: argparse.Namespace, shape: tuple[int, ...], law: str) -> list[lang.TinyLanguage]:

@@ -88,24 +88,24 @@ class _Settings:
     top_k: int = 0
     top_p: float = 1.0
     seed: int = 0
-    max_new_tokens: int = 64
+    max_new_tokens: int = 48  # the page's, the CLI's and the API's default budget (ui/session.Controls reads it)
     chat: bool = True
     top_n: int = 8  # how many tokens of p and q each node keeps in its record
     record: bool = True  # False: fast path, no per-node tests or theory (benchmarks)
     adaptive: bool = False  # chains only: each step's length (1..len(branching)) chosen from past steps
     fuzzy_threshold: float | None = None  # fuzzy's JS threshold T (nats); None: rules/fuzzy.DEFAULT_THRESHOLD
+    cactus_delta: float | None = None  # cactus's per-candidate budget delta; None: rules/cactus.DEFAULT_DELTA
     costs: StepCosts | None = None  # this machine's calibrated costs: adaptive decides from them (run/costs.py)
     drafting: bool = True  # False: the target alone, one one-row target forward a step (no draft is asked)
 
     def __post_init__(self) -> None:
-        from decoding.verify.registry import VERIFIERS  # registry import kept local: config is imported early
+        from decoding.verify.registry import lookup  # registry import kept local: config is imported early
 
-        if self.verifier not in VERIFIERS:
-            raise ValueError(f"unknown verifier {self.verifier!r}; choose one of: {', '.join(VERIFIERS)}")
+        entry = lookup(self.verifier)
         if not isinstance(self.shape, Branching | Sequences):
             raise ValueError(f"the draft shape must be Branching(levels) or Sequences(k, depth), got {self.shape!r}")
-        entry = VERIFIERS[self.verifier]
         self._fill_fuzzy_threshold()
+        self._fill_cactus_delta()
         self.shape.check()
         for k in self.level_widths:
             entry.check_k(k)
@@ -131,6 +131,18 @@ class _Settings:
             raise ValueError(f"the fuzzy threshold is a JS divergence in nats, >= 0 (ln 2 = 0.693 accepts every "
                              f"candidate); got {t!r}")
         object.__setattr__(self, "fuzzy_threshold", float(t))
+
+    def _fill_cactus_delta(self) -> None:
+        """None becomes the rule's default; a bad value is one line (docs/verifiers.md §18)."""
+        from decoding.verify.rules.cactus import DEFAULT_DELTA  # local: config is imported early (no torch)
+
+        if self.cactus_delta is None:
+            object.__setattr__(self, "cactus_delta", DEFAULT_DELTA)
+        d = self.cactus_delta
+        if isinstance(d, bool) or not isinstance(d, int | float) or not (math.isfinite(d) and d >= 0):
+            raise ValueError(f"the cactus delta is a divergence budget, a finite number >= 0 (0 is plain SD); "
+                             f"got {d!r}")
+        object.__setattr__(self, "cactus_delta", float(d))
 
     def _check_ranges(self) -> None:
         if self.tree_depth > MAX_DEPTH:
@@ -203,6 +215,10 @@ class DecodeConfig(_Settings):
         for key, default in _WRITTEN_WHEN_SET.items():  # absent at their default: older readers see no new key
             if rest[key] == default:
                 del rest[key]
+        from decoding.verify.rules.cactus import DEFAULT_DELTA  # local, as in _fill_cactus_delta
+
+        if self.verifier != "cactus" and self.cactus_delta == DEFAULT_DELTA:  # written for a cactus run or when set
+            del rest["cactus_delta"]
         if self.costs is not None:
             rest["costs"] = self.costs.to_dict()
         return {**flat, **rest}
@@ -230,11 +246,13 @@ class DecodeConfig(_Settings):
 _WRITTEN_WHEN_SET = {"costs": None, "drafting": True}
 
 
-def parse_branching(text: str) -> tuple[int, ...]:
-    """'3,2,2' -> (3, 2, 2), with a clear error for anything else."""
+def parse_branching(text: str, field: str = "tree shape") -> tuple[int, ...]:
+    """'3,2,2' -> (3, 2, 2): the one tree-shape parser (the page, links, the CLIs, the lab, the bench). Spaces
+    around a count are allowed; anything else that is not a positive whole number is refused with one line naming
+    `field` as the caller shows it (the page's "tree shape", a CLI's flag). Limits (MAX_BRANCH) are the config's."""
     parts = [t.strip() for t in str(text).split(",")]
-    if not parts or not all(t.isdigit() for t in parts):
-        raise ValueError(f"tree shape must be comma-separated positive integers like 3,2,2; got {text!r}")
+    if not all(t.isdigit() and int(t) > 0 for t in parts):
+        raise ValueError(f"{field} must be comma-separated positive integers like 3,2,2 or 1,1,1; got {text!r}")
     return tuple(int(t) for t in parts)
 
 

@@ -60,6 +60,7 @@ class Verifier(EntryBase):
     bonus: BonusFn | None = None
     rule: ModuleType | None = None  # the rule module, kept where the entry has `params` to rebuild it with
     params: tuple[tuple[str, str], ...] = ()  # (the rule's keyword, the DecodeConfig field that sets it) pairs
+    bonus_from_p: bool = False  # a lossy rule whose leaf bonus is still a draw from p (cactus, as the engines do)
 
     level = "node"  # a tree-level verifier (block, traversal) judges a whole tree at once
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from decoding.verify import laws
 from decoding.verify.entry import Verifier
 from decoding.verify.rules import (
+    cactus,
     fuzzy,
     gls,
     greedy,
@@ -165,6 +166,21 @@ VERIFIERS: dict[str, Verifier | TreeVerifier] = {
         paper="Holsman, Huang, Dhingra 2025, Fuzzy Speculative Decoding (ACL Findings 2025, arXiv 2502.20704)",
         params=(("threshold", "fuzzy_threshold"),),
     ),
+    # ---- cactus: SD against a per-candidate lifted target within a divergence budget delta (lossy, tunable) ----
+    "cactus": Verifier.from_rule(
+        cactus,
+        name="cactus",
+        title="Cactus: SD against a target lifted at the draft within a budget delta (lossy)",
+        lossless=False,
+        law=laws.get("iid"),
+        max_candidates=1,
+        description=f"Lift the drafted token's target mass to h = min(1, p + sqrt(2 delta p (1 - p))), scale the rest "
+        f"down, then SD against that law (--cactus-delta, default {cactus.DEFAULT_DELTA}); delta = 0 is SD.",
+        paper="Hao & Mou 2026, Cactus: Constrained Acceptance Speculative Sampling (ICLR 2026, arXiv 2604.04987; "
+        "the authors' cactus/cactus.py)",
+        params=(("delta", "cactus_delta"),),
+        bonus_from_p=True,  # vLLM's sampler, which the authors patch, samples the bonus token from the target
+    ),
     # ---- tree level: these judge the whole tree at once (entry.level == "tree"; no node-level rule) ----
     "block": TreeVerifier(
         name="block",
@@ -248,3 +264,22 @@ def node_level_keys() -> list[str]:
 def lossless_keys() -> list[str]:
     """Registry keys of the verifiers whose output law is exactly p."""
     return [key for key, entry in VERIFIERS.items() if entry.lossless]
+
+
+def unknown_verifier(key: object) -> str:
+    """The one message for a key that names no verifier (every CLI, endpoint, link and control says this)."""
+    return f"unknown verifier {key!r}; choose one of: {', '.join(VERIFIERS)}"
+
+
+def lookup(key: str) -> Verifier | TreeVerifier:
+    """The registry entry `key`; ValueError(unknown_verifier(key)) when there is none."""
+    if not isinstance(key, str) or key not in VERIFIERS:
+        raise ValueError(unknown_verifier(key))
+    return VERIFIERS[key]
+
+
+def check_keys(keys: list[str] | tuple[str, ...]) -> list[str]:
+    """`keys` when every one names a verifier; else ValueError(unknown_verifier(the first that does not))."""
+    for key in keys:
+        lookup(key)
+    return list(keys)

@@ -65,8 +65,9 @@ def node_level_law(entry: Verifier, tree: DraftTree, p: torch.Tensor, q: torch.T
 
 
 def leaf_law(entry: Verifier, p_leaf: torch.Tensor) -> torch.Tensor:
-    """[V] law of the bonus token at a leaf: p for a lossless verifier, argmax p for the lossy ones."""
-    if entry.lossless:
+    """[V] law of the bonus token at a leaf: p for a lossless verifier (and a lossy one that draws it from p,
+    `bonus_from_p`), argmax p for the other lossy ones."""
+    if entry.lossless or getattr(entry, "bonus_from_p", False):
         return p_leaf.to(torch.float64)
     return torch.nn.functional.one_hot(torch.argmax(p_leaf), p_leaf.numel()).to(torch.float64)
 

@@ -31,10 +31,10 @@ class Walk:
 
 def bonus_token(entry: Verifier, p_leaf: torch.Tensor, generator: torch.Generator) -> int:
     """At a leaf: the rule's own `bonus` where it has one (gls); else a lossless verifier samples p and the
-    lossy ones (greedy, typical) take argmax p."""
+    lossy ones (greedy, typical) take argmax p, unless they draw it from p (`bonus_from_p`: cactus)."""
     if getattr(entry, "bonus", None) is not None:
         return entry.bonus(p_leaf, generator)
-    if entry.lossless:
+    if entry.lossless or getattr(entry, "bonus_from_p", False):
         return draw(p_leaf, generator)
     return int(torch.argmax(p_leaf))
 

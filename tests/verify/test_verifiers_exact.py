@@ -18,8 +18,8 @@ P12 = torch.tensor([0.50, 0.30, 0.15, 0.05], dtype=F64)  # docs/verifiers.md §1
 Q12 = torch.tensor([0.20, 0.50, 0.20, 0.10], dtype=F64)
 A, B, C, D = 0, 1, 2, 3
 KEYS = ["sd", "rrs", "rrs_wor", "spectr", "spechub", "khisti_is", "hu_greedy", "pointmass", "greedy", "typical",
-        "gls", "ot_optimal", "fuzzy"]
-LOSSY = ("greedy", "typical", "fuzzy")
+        "gls", "ot_optimal", "fuzzy", "cactus"]
+LOSSY = ("greedy", "typical", "fuzzy", "cactus")
 
 
 def test_registry_keys_laws_and_badges():
@@ -38,6 +38,7 @@ def test_registry_keys_laws_and_badges():
         "gls": "gumbel",
         "ot_optimal": "iid",
         "fuzzy": "iid",
+        "cactus": "iid",
     }
     for key in KEYS:
         entry = VERIFIERS[key]
@@ -46,6 +47,7 @@ def test_registry_keys_laws_and_badges():
         assert entry.lossless == (key not in LOSSY)
         assert entry.title and entry.paper and entry.description and "\n" not in entry.description
     assert VERIFIERS["sd"].max_candidates == 1 and VERIFIERS["spechub"].max_candidates == 2
+    assert VERIFIERS["cactus"].max_candidates == 1
     assert [k for k in lossless_keys() if k in KEYS] == [k for k in KEYS if k not in LOSSY]
 
 

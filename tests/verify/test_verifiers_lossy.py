@@ -17,8 +17,8 @@ Q = torch.tensor([0.20, 0.50, 0.20, 0.10], dtype=F64)
 
 
 def test_lossy_entries_are_labelled():
-    assert [k for k, e in VERIFIERS.items() if not e.lossless] == ["greedy", "typical", "fuzzy", "typical_medusa",
-                                                                    "hsd"]
+    assert [k for k, e in VERIFIERS.items() if not e.lossless] == ["greedy", "typical", "fuzzy", "cactus",
+                                                                    "typical_medusa", "hsd"]
     assert set(lossless_keys()).isdisjoint({"greedy", "typical"})
 
 

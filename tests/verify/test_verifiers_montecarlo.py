@@ -36,6 +36,7 @@ TUPLES = {
     "gls": [(4, 4, 1), (1, 3)],  # drafts not from verify's exponentials: Y drawn from its law given them
     "ot_optimal": [(4, 4, 1), (1, 3, 0)],  # a repeat: its share goes to the first copy
     "fuzzy": [(4, 1), (2, 0)],
+    "cactus": [(1,), (4,)],
 }
 
 

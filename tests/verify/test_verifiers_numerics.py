@@ -19,7 +19,7 @@ LP_K = {"ot_optimal": 2}  # the candidates an exact-LP entry gets where the draf
 
 
 def _k_values(key: str) -> list[int]:
-    return [1] if key == "sd" else [1, 2] if key == "spechub" else [1, 2, 3, 4]
+    return list(range(1, (VERIFIERS[key].max_candidates or 4) + 1))  # sd, cactus: 1; spechub: 1, 2; else 1..4
 
 
 def check_conditional(accept: torch.Tensor, residual: torch.Tensor, k: int, V: int) -> None:
@@ -67,9 +67,9 @@ def test_adversarial_cases_sampled_with_the_entry_law(key):
 def test_a_candidate_with_zero_draft_probability_is_skipped(key):
     p = torch.tensor([0.25, 0.25, 0.5], dtype=F64)
     q = torch.tensor([0.5, 0.5, 0.0], dtype=F64)  # token 2 cannot have been drafted
-    xs = [2] if key == "sd" else [1, 2]
+    xs = [2] if VERIFIERS[key].max_candidates == 1 else [1, 2]
     _run(key, p, q, xs)
-    if key in ("sd", "rrs", "rrs_wor", "spectr", "khisti_is", "hu_greedy", "gls"):
+    if key in ("sd", "cactus", "rrs", "rrs_wor", "spectr", "khisti_is", "hu_greedy", "gls"):
         accept, _ = VERIFIERS[key].conditional(p, q, xs)
         assert float(accept[xs.index(2)]) == 0.0  # skipped: threshold 0, never accepted
 
@@ -120,7 +120,7 @@ def test_large_vocabulary_node(key):
     if key in LP_K:  # an exact LP per node: k = 2 over a top-40 draft (a full-support node is refused, test_ot_optimal)
         q = torch.where(q >= torch.topk(q, 40).values[-1], q, torch.zeros_like(q))
         q = q / q.sum()
-    xs = entry.sample(q, {"sd": 1, "spechub": 2, **LP_K}.get(key, 8), g)
+    xs = entry.sample(q, {"sd": 1, "cactus": 1, "spechub": 2, **LP_K}.get(key, 8), g)
     check_conditional(*entry.conditional(p, q, xs), len(xs), 49152)
     verdict = entry.verify(p, q, xs, g)
     _check_verdict_finite(verdict)
