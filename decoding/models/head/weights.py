@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-HEAD_DIR = Path(__file__).resolve().parents[2] / "assets" / "draft_head"
+HEAD_DIR = Path(__file__).resolve().parents[3] / "assets" / "draft_head"
 WEIGHTS, CONFIG = "head.safetensors", "head.json"
 
 
