@@ -48,6 +48,8 @@ PLOTLY_ONCE = Path(__file__).resolve().parent / "assets" / "plotly_once.js"
 STORY_JS = Path(__file__).resolve().parent / "assets" / "story.js"
 SELECT_LABEL_JS = Path(__file__).resolve().parent / "assets" / "select_label.js"
 CSS = (".specscope-status p { margin: 0.2em 0; } #tree-plot { min-height: 320px; } "
+       # the status line's machine details (ui/views.status_text): one click away, quieter than the step line
+       "#status details { font-size: 0.85em; opacity: 0.8; } #status summary { cursor: pointer; } "
        ".specscope-offscreen { position: absolute !important; left: -10000px; top: 0; width: 640px; } "
        # table headers break between words, never inside one ("candida te")
        "th span.header { word-break: normal !important; overflow-wrap: normal !important; hyphens: none; } "

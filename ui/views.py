@@ -26,6 +26,7 @@ from viz.tokens import shorten
 
 log = logging.getLogger("specscope.app")
 Out = dict[Any, Any]  # {component: value}, what a handler returns
+MACHINE_DETAILS = "Machine details"  # the status line's closed <details>: dtype, products, padding (status_text)
 
 
 class SessionPanel(Protocol):
@@ -149,16 +150,38 @@ def internal_error(err: Exception) -> str:
 
 
 def status_text(session: Session, position: int) -> str:
+    """The step line a room reads off a projector (the step, tokens, verifier, tree, temperature, run state and the
+    models' short names), then the machine's details one click away: a closed <details> under it."""
     trace, n = session.trace, len(session.steps)
     cfg = trace.config
     shape = (f"{cfg.get('sequences')} sequences x depth {cfg.get('depth')}" if cfg.get("sequences")
              else ",".join(str(b) for b in cfg.get("branching", [])))
     state = ("imported trace: replay only" if session.run is None
              else f"finished ({session.run.stop_reason})" if session.run.stop_reason else "running")
-    models_line = " · ".join(f"{k} {v}" for k, v in trace.models.items() if v not in (None, ""))
     tokens = f"{len(trace.generated_ids)} token{'' if len(trace.generated_ids) == 1 else 's'}"
-    return (f"**Step {position} of {n}** · {tokens} · {md(str(cfg.get('verifier')))} · "
-            f"tree {md(shape)} · T = {md(str(cfg.get('temperature')))} · {state}  \n{md(models_line)}")
+    names = "".join(f" · {law}: {md(short_name(trace.models[side]))}"
+                    for law, side in (("p", "target"), ("q", "draft")) if trace.models.get(side))
+    line = (f"**Step {position} of {n}** · {tokens} · {md(str(cfg.get('verifier')))} · "
+            f"tree {md(shape)} · T = {md(str(cfg.get('temperature')))} · {state}{names}")
+    details = machine_details(trace.models)
+    return f"{line}\n\n{details}" if details else line
+
+
+def short_name(name: str) -> str:
+    """A model's name as the step line shows it: a hub id's or a folder's last part, without a closing parenthesis
+    of details ('org/SmolLM2-135M' -> 'SmolLM2-135M', 'toy target (12 words)' -> 'toy target'); the whole name
+    is in the machine details."""
+    base = re.sub(r"\s*\([^()]*\)$", "", str(name).strip()).rstrip("/\\")
+    return re.split(r"[/\\]", base)[-1] or str(name)
+
+
+def machine_details(models: dict) -> str:
+    """The pair as the trace describes it (kind, whole names, device, dtypes, vocabulary, this machine's product
+    plan and padding: ModelPair.describe) in a closed HTML <details>, "" when there is none. Escaped as HTML, not
+    Markdown: Markdown is not read inside an HTML block."""
+    items = " · ".join(f"{html.escape(str(k).replace('_', ' '))} {html.escape(str(v))}"
+                       for k, v in models.items() if v not in (None, ""))
+    return f"<details><summary>{MACHINE_DETAILS}</summary>{items}</details>" if items else ""
 
 
 def md(value: str) -> str:

@@ -12,8 +12,8 @@ import torch
 
 from decoding.verify.registry import VERIFIERS
 from decoding.verify.rules import spectr
-from decoding.verify.rules.common import Final, Test, Update, chain_law, final_residual
-from decoding.verify.sampling import residual
+from decoding.verify.rules.common import Final, Test, Update, chain_law
+from decoding.verify.sampling import final_residual, residual
 from tests.verifier_oracles import mixed_law, tv
 
 F64 = torch.float64

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from decoding.verify.sampling import EPS_MASS, draw, normalise, uniform
+from decoding.verify.sampling import draw, final_residual, normalise, residual_into, uniform
 from decoding.verify.verdict import (
     AcceptTest,
     Lazy,
@@ -111,7 +111,7 @@ def residual_tail(
 ) -> Iterator[Event]:
     """The events after a single-draft rule's rejected test: the residual norm((target - draft)_+) [V],
     then the law to draw from (p when that residual holds no mass)."""
-    r = residual(target, draft)  # [V]
+    r = residual_into(target, draft)  # [V]
     yield Update(r, note=note)
     yield Final(final_residual(r, p), hits=hits)
 
@@ -140,41 +140,6 @@ def _law(v: torch.Tensor, name: str) -> torch.Tensor:
     if not (total > 0 and math.isfinite(total)):
         raise ValueError(f"{name} must be a finite distribution with positive mass, got total {total}")
     return v if abs(total - 1.0) <= 1e-12 else v / total  # skip a [V] pass when already normalised
-
-
-def final_residual(r: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
-    """The law to draw from after every rejection: r normalised, or p when r holds no mass.
-
-    r holds no mass only when rejection had probability ~0 (float artefacts, p = q), so any
-    fallback keeps the output law; p is the natural one (docs/verifiers.md §2 pitfalls). A copy of p, so a
-    verdict never aliases the caller's tensor; r itself when it is already normalised.
-    """
-    total = float(r.sum())
-    if total > EPS_MASS:
-        return r if abs(total - 1.0) <= 1e-12 else r / total
-    return p.clone()
-
-
-def normalised_residual_(r: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
-    """`final_residual` dividing IN PLACE (r must be a fresh tensor the caller owns): no second [V] tensor."""
-    total = float(r.sum())
-    if total > EPS_MASS:
-        return r if abs(total - 1.0) <= 1e-12 else r.div_(total)
-    return p.clone()
-
-
-def normalised_(v: torch.Tensor) -> torch.Tensor:
-    """v / sum(v) IN PLACE (v must be a fresh tensor the caller owns); zeros when it holds no mass.
-    Multiplies by 1/sum: a [V] division costs twice the multiply here (~35 vs ~15 us at V = 49152) and
-    differs from it by at most one rounding (relative 1e-16), far below every tolerance."""
-    total = float(v.sum())
-    return v.mul_(1.0 / total) if total > EPS_MASS else v.zero_()
-
-
-def residual(t: torch.Tensor, d: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    """norm((t - d)_+) [V], zeros when it holds no mass: sampling.residual without extra [V] copies.
-    out: a fresh [V] row to write it into (a `Rows` row), else a new tensor."""
-    return normalised_(torch.sub(t, d, out=out).clamp_(min=0.0))
 
 
 class Rows:

@@ -31,9 +31,9 @@ from dataclasses import replace
 
 import torch
 
-from decoding.verify.rules.common import Event, Final, Test, Update, final_residual, prepare, run_chain
+from decoding.verify.rules.common import Event, Final, Test, Update, prepare, run_chain
 from decoding.verify.rules.fast import khisti_lazy
-from decoding.verify.sampling import draw
+from decoding.verify.sampling import draw, final_residual
 from decoding.verify.verdict import NodeVerdict, threshold_of
 
 FAST = khisti_lazy  # what the registry runs (Verifier.from_rule)

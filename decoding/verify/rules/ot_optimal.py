@@ -37,7 +37,8 @@ import torch
 from scipy import sparse
 from scipy.optimize import linprog
 
-from decoding.verify.rules.common import Event, Final, Test, Update, final_residual, ratio_test, residual_tail
+from decoding.verify.rules.common import Event, Final, Test, Update, ratio_test, residual_tail
+from decoding.verify.sampling import final_residual
 from decoding.verify.theory.optimal import optimal_acceptance
 
 MAX_LP_VARIABLES = 60_000  # accept variables, at most k per multiset; HiGHS solves this many in ~1 s on a CPU

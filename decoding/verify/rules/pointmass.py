@@ -21,15 +21,8 @@ from collections.abc import Iterator, Sequence
 import torch
 
 from decoding.verify import laws
-from decoding.verify.rules.common import (
-    Event,
-    Final,
-    Rows,
-    Test,
-    Update,
-    final_residual,
-    normalised_,
-)
+from decoding.verify.rules.common import Event, Final, Rows, Test, Update
+from decoding.verify.sampling import final_residual, normalised_
 
 SAFE_MASS = 1e-3  # below this untested p-mass, renormalise by an exact sum (subtraction loses digits)
 

@@ -16,15 +16,8 @@ from collections.abc import Iterator, Sequence
 
 import torch
 
-from decoding.verify.rules.common import (
-    Event,
-    Final,
-    Rows,
-    Update,
-    final_residual,
-    ratio_test,
-    residual,
-)
+from decoding.verify.rules.common import Event, Final, Rows, Update, ratio_test
+from decoding.verify.sampling import final_residual, residual_into
 
 
 def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int], keep: bool = True) -> Iterator[Event]:
@@ -35,7 +28,7 @@ def chain(p: torch.Tensor, q: torch.Tensor, xs: Sequence[int], keep: bool = True
     rows = Rows(len(xs), p) if keep else Rows.recycled(2, p)  # one block for the k residuals the verdict keeps
     for i, x in enumerate(xs):
         yield ratio_test(i, x, r, q, "r/q")
-        r = residual(r, q, out=rows.take())  # [V] the update does not depend on which token was rejected
+        r = residual_into(r, q, out=rows.take())  # [V] the update does not depend on which token was rejected
         yield Update(r)
     yield Final(final_residual(r, p))
 
@@ -50,5 +43,5 @@ def acceptance(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
         stay *= float((r - q).clamp(min=0.0).sum())  # P(draw i rejected | every earlier one rejected)
         if stay <= 0.0:
             break
-        r = residual(r, q)  # [V]
+        r = residual_into(r, q)  # [V]
     return 1.0 - stay

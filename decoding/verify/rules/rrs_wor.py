@@ -22,9 +22,9 @@ from collections.abc import Iterator, Sequence
 
 import torch
 
-from decoding.verify.rules.common import Event, Final, Test, Update, final_residual, restricted
+from decoding.verify.rules.common import Event, Final, Test, Update, restricted
 from decoding.verify.rules.fast import rrs_wor_rows
-from decoding.verify.sampling import EPS_MASS
+from decoding.verify.sampling import EPS_MASS, final_residual
 
 FAST = rrs_wor_rows  # what the registry runs (Verifier.from_rule)
 

@@ -24,14 +24,8 @@ import torch
 
 from decoding.verify import laws
 from decoding.verify.rules import sd
-from decoding.verify.rules.common import (
-    Event,
-    Final,
-    Test,
-    normalised_residual_,
-    ratio_test,
-    restricted,
-)
+from decoding.verify.rules.common import Event, Final, Test, ratio_test, restricted
+from decoding.verify.sampling import normalised_residual_
 
 
 def hub_pair(q: torch.Tensor, xs: Sequence[int]) -> tuple[int, int]:

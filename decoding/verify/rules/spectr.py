@@ -23,7 +23,8 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import torch
 
-from decoding.verify.rules.common import Event, Final, Test, normalised_residual_, skip_note
+from decoding.verify.rules.common import Event, Final, Test, skip_note
+from decoding.verify.sampling import normalised_residual_
 
 BUCKETS = 1024
 

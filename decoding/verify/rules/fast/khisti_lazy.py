@@ -36,11 +36,11 @@ from functools import partial
 
 import torch
 
-from decoding.verify.rules.common import Event, Final, Test, Update, normalised_residual_, prepare, run_chain
+from decoding.verify.rules.common import Event, Final, Test, Update, prepare, run_chain
 from decoding.verify.rules.fast.khisti_bracket import Bracket
 from decoding.verify.rules.fast.khisti_fit import W_HI, W_LO, Binned, Fit, bin_tokens, special_at
 from decoding.verify.rules.node_cache import NodeCache
-from decoding.verify.sampling import draw
+from decoding.verify.sampling import draw, normalised_residual_
 from decoding.verify.verdict import Lazy, LazyRow, NodeVerdict
 
 ENUMERATION_LIMIT = 20_000  # tuples

@@ -24,8 +24,8 @@ from functools import partial
 
 import torch
 
-from decoding.verify.rules.common import Event, Final, Rows, Test, Update, final_residual, restricted
-from decoding.verify.sampling import EPS_MASS
+from decoding.verify.rules.common import Event, Final, Rows, Test, Update, restricted
+from decoding.verify.sampling import EPS_MASS, final_residual
 from decoding.verify.verdict import LazyRow
 
 
