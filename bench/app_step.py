@@ -11,14 +11,14 @@ import statistics
 import time
 from dataclasses import astuple, fields, replace
 
-from decoding.models.kinds import BUILT_IN
+from decoding.models.kinds import CHOICES, built_in_kind
 from ui import controls, decode
 from ui.session import Controls
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench step", description=__doc__.split("\n")[0])
-    parser.add_argument("--pair", default="embedded", choices=BUILT_IN)
+    parser.add_argument("--pair", default="embedded", type=built_in_kind, metavar=CHOICES)
     parser.add_argument("--clicks", type=int, default=8, help="Step clicks per run (default 8)")
     parser.add_argument("--repeats", type=int, default=3, help="runs, one seed each (default 3)")
     args = parser.parse_args(argv)

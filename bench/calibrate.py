@@ -20,12 +20,12 @@ import time
 
 import torch
 
-from decoding.models.kinds import BUILT_IN
+from decoding.models.kinds import CHOICES, built_in_kind
 
 
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m bench calibrate", description=__doc__.split("\n")[0])
-    ap.add_argument("--pair", default="embedded-head", choices=BUILT_IN)
+    ap.add_argument("--pair", default="embedded-head", type=built_in_kind, metavar=CHOICES)
     ap.add_argument("--device", default="cpu", help="cpu or cuda")
     ap.add_argument("--force", action="store_true", help="measure again even when a calibration is cached")
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")

@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 
 from bench.speed import load_prompts, parse_temperatures
-from decoding.models.kinds import BUILT_IN
+from decoding.models.kinds import CHOICES, built_in_kind
 from decoding.run.config import parse_branching
 from decoding.speed.chooser import Prediction
 
@@ -37,7 +37,7 @@ DEFAULT_SHAPES = {0.0: "alone;1;1,1;1,1,1;2;3;4;3,1", None: "alone;1;1,1;2;3;4;2
 
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m bench predict", description=__doc__.split("\n")[0])
-    ap.add_argument("--pair", default="embedded-head", choices=BUILT_IN)
+    ap.add_argument("--pair", default="embedded-head", type=built_in_kind, metavar=CHOICES)
     ap.add_argument("--prompts-file", type=Path, default=None, help="JSON {\"prompts\": [{kind, prompt}]}")
     ap.add_argument("--prompts", type=int, default=None, help="how many of its prompts (default: all of a file)")
     ap.add_argument("--temperatures", default="0,0.8")

@@ -2,7 +2,7 @@
 
     python -m bench speed [--quick] [--pair embedded] [--configs sd:1,1,1,1 rrs_wor:3,2,2]
         [--temperatures 0,0.8] [--prompts 4] [--repeats 3] [--max-new-tokens 40] [--threads N]
-        [--paths fast,recorded,recorded-lazy[,recorded-eager]] [--also-pairs embedded-fast ...]
+        [--paths fast,recorded,recorded-lazy[,recorded-eager]] [--also-pairs lookup ...]
         [--device cpu|cuda] [--json PATH] [--chart PATH.html]
 
 For each case (prompt x repetition x temperature) every method runs once, in an order rotated from
@@ -22,7 +22,7 @@ recorded runs also give block efficiency with a 95 % confidence interval, the ex
 step (from the recorded p and q), and acceptance by depth (the exact alpha filled after the timing, for
 the steps whose rows the run keeps). `--paths fast` times the fast path alone (quicker);
 `--also-pairs KIND ...` adds each config's fast path on other built-in pairs sharing the target (e.g.
-embedded vs embedded-fast: two drafts compared in the same interleaved run, against the same generate).
+embedded vs embedded-head: two drafts compared in the same interleaved run, against the same generate).
 Output: a markdown table, `--json PATH`, a plotly chart.
 """
 
@@ -37,7 +37,7 @@ import torch
 
 from bench import speed_report as report
 from bench.speed_methods import BASELINES, SPECSCOPE_PATHS, Case, Unavailable, specscope
-from decoding.models.kinds import BUILT_IN
+from decoding.models.kinds import BUILT_IN, any_kind, built_in_kind
 from decoding.run.config import DecodeConfig, parse_branching
 
 PROMPTS_FILE = Path(__file__).resolve().parents[1] / "assets" / "bench_prompts.json"
@@ -48,7 +48,7 @@ PATHS = ("fast", "recorded", "recorded-lazy")  # the default --paths (recorded-e
 
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m bench speed", description=__doc__.split("\n")[0])
-    ap.add_argument("--pair", default="embedded", choices=[*BUILT_IN, "custom"])
+    ap.add_argument("--pair", default="embedded", type=any_kind, metavar="{" + ",".join([*BUILT_IN, "custom"]) + "}")
     ap.add_argument("--target", default=None, help="with --pair custom: target hub id or folder")
     ap.add_argument("--draft", default=None, help="with --pair custom: draft hub id or folder")
     ap.add_argument("--device", default="cpu", help="cpu, cuda, or auto")
@@ -66,7 +66,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     ap.add_argument("--paths", default=",".join(PATHS), help="comma-separated specscope paths to time: "
                     "fast, recorded, recorded-lazy, recorded-eager (block efficiency and its CI need 'recorded')")
-    ap.add_argument("--also-pairs", nargs="+", default=[], choices=BUILT_IN, metavar="KIND",
+    ap.add_argument("--also-pairs", nargs="+", default=[], type=built_in_kind, metavar="KIND",
                     help="also time each config's fast path on these built-in pairs (same cases, interleaved)")
     ap.add_argument("--quick", action="store_true", help="about a minute: 2 prompts, 2 repeats, 12 tokens")
     ap.add_argument("--json", default=None, help="write every number to this JSON file")

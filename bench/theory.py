@@ -43,11 +43,30 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
-def _source(rev: str, path: str) -> str:
-    done = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=ROOT, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise ValueError(f"cannot read {path} at revision {rev!r} (needs a git checkout): {done.stderr.strip()}")
-    return done.stdout
+THEORY_FILES = {  # a theory module -> its path now, then before verify/theory/ was a package
+    "race": ("decoding/verify/theory/race.py", "decoding/verify/theory_race.py"),
+    "optimal": ("decoding/verify/theory/optimal.py", "decoding/verify/optimal.py"),
+    "wor": ("decoding/verify/theory/wor.py", "decoding/verify/theory_wor.py"),
+}
+RACE_IMPORTS = ("from decoding.verify.theory.race import wor_miss_prefixes",
+                "from decoding.verify.theory_race import wor_miss_prefixes")
+
+
+EARLIER_NAMES = {"decoding.verify.acceptance ": "decoding.verify.theory.acceptance "}  # its imports, then -> now
+
+
+def _source(rev: str, module: str) -> str:
+    """The source of a theory module at revision `rev`, wherever the layout of that revision kept it (the
+    modules it imports read from where they are now)."""
+    for path in THEORY_FILES[module]:
+        done = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=ROOT, capture_output=True, text=True)
+        if done.returncode == 0:
+            text = done.stdout
+            for then, now in EARLIER_NAMES.items():
+                text = text.replace(then, now)
+            return text
+    raise ValueError(f"cannot read {THEORY_FILES[module][0]} at revision {rev!r} (needs a git checkout): "
+                     f"{done.stderr.strip()}")
 
 
 def _module(name: str, source: str, folder: Path, **names) -> types.ModuleType:
@@ -63,14 +82,14 @@ def _module(name: str, source: str, folder: Path, **names) -> types.ModuleType:
 
 def baseline(rev: str):
     """visit_theory of revision `rev`: its theory_race, optimal and theory_wor, loaded side by side."""
-    opt_src = _source(rev, "decoding/verify/optimal.py").replace(
-        "from decoding.verify.theory.race import wor_miss_prefixes", "wor_miss_prefixes = _race.wor_miss_prefixes"
-    )
+    opt_src = _source(rev, "optimal")
+    for line in RACE_IMPORTS:
+        opt_src = opt_src.replace(line, "wor_miss_prefixes = _race.wor_miss_prefixes")
     with tempfile.TemporaryDirectory(prefix="bench_theory_") as tmp:  # the files are read once, at import
         folder = Path(tmp)
-        race = _module("baseline_theory_race", _source(rev, "decoding/verify/theory_race.py"), folder)
+        race = _module("baseline_theory_race", _source(rev, "race"), folder)
         optimal = _module("baseline_optimal", opt_src, folder, _race=race)
-        wor = _module("baseline_theory_wor", _source(rev, "decoding/verify/theory_wor.py"), folder)
+        wor = _module("baseline_theory_wor", _source(rev, "wor"), folder)
     from decoding.verify.theory import routes as theory
     def old_visit(entry, p, q, k):
         p, q = theory.as_law(p), theory.as_law(q)

@@ -18,3 +18,21 @@ def kind_error(kind: str) -> str | None:
     if kind in KINDS:
         return None
     return REMOVED.get(kind) or f"unknown model pair {kind!r}; choose one of: {', '.join(KINDS)}"
+
+
+def built_in_kind(text: str) -> str:
+    """argparse `type=` of the CLIs' --pair: a built-in kind, else an error naming what changed or the choices."""
+    import argparse
+
+    if text in BUILT_IN:
+        return text
+    error = kind_error(text) or "a custom pair is named with --target and --draft"
+    raise argparse.ArgumentTypeError(error)
+
+
+def any_kind(text: str) -> str:
+    """argparse `type=` of a --pair that also takes 'custom'."""
+    return text if text == "custom" else built_in_kind(text)
+
+
+CHOICES = "{" + ",".join(BUILT_IN) + "}"  # the metavar: what --help lists

@@ -31,8 +31,8 @@ ACCEPTANCE_VERSION = 3  # 2: widths 1-4; T = 0: the draft's top-k (pointmass cha
 NEW_TOKENS, DEPTH = 32, 4  # chains of 4 over 32 tokens per prompt: an answer's opening is easier than its body
 TEMPERATURES = (0.0, 0.8)
 SHIPPED = Path(__file__).resolve().parents[2] / "assets" / "speed" / "acceptance.json"
-HEAD_KINDS = ("embedded-head", "head-lookup")  # pairs whose draft is the shipped head (its digest is in the key)
-EMBEDDED_KINDS = ("embedded", "embedded-fast", *HEAD_KINDS, "lookup")
+HEAD_KINDS = ("embedded-head",)  # pairs whose draft is the shipped head (its digest is in the key)
+EMBEDDED_KINDS = ("embedded", *HEAD_KINDS, "lookup")
 
 
 def run_steps(pair, config: DecodeConfig, prompt: str) -> tuple[list, list[acceptance.Row]]:

@@ -87,3 +87,20 @@ def test_after_a_failed_load_the_loaded_pair_still_works(tiny_matching_folders, 
     config = DecodeConfig(verifier="greedy", branching=(2,), temperature=0.0, max_new_tokens=4, chat=False)
     assert len(engine.generate(pair, config, "a b").generated_ids) == 4
     assert hfload.resolve_spec(str(target))[1]
+
+
+@pytest.mark.parametrize("kind, use", [("embedded-fast", "use 'embedded'"), ("head-lookup", "use 'embedded-head'")])
+def test_a_removed_pair_kind_is_refused_with_what_changed_and_what_to_use(kind, use):
+    """embedded-fast and head-lookup shipped before wave 4 and were removed (docs/speed.md records them as tried
+    and not kept): an old script or trace that names one gets one line saying so, not 'unknown'."""
+    with pytest.raises(ModelLoadError) as err:
+        pairs.load_pair(kind)
+    assert f"the {kind} pair was removed" in str(err.value) and use in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_the_cli_refuses_a_removed_pair_kind_with_the_same_line():
+    from tests.cli.test_cli import run_cli
+
+    res = run_cli("generate", "--pair", "embedded-fast", "--prompt", "hi")
+    assert res.returncode == 2 and "the embedded-fast pair was removed" in res.stderr
