@@ -15,6 +15,7 @@ import torch
 
 from decoding.verify import laws
 from decoding.verify.entry import Verifier
+from decoding.verify.rules import spectr
 
 Conditional = Callable[[torch.Tensor, torch.Tensor, list[int]], tuple[torch.Tensor, torch.Tensor]]
 F64 = torch.float64
@@ -178,3 +179,27 @@ def target_joint(p_of: dict, V: int, length: int) -> dict:
 
 def max_gap(a: dict, b: dict) -> float:
     return max(abs(a.get(s, 0.0) - b.get(s, 0.0)) for s in set(a) | set(b))
+
+
+def rho_by_bisection(p: torch.Tensor, q: torch.Tensor, k: int, iters: int = 200) -> float:
+    """rho* by plain bisection of f on [1, k] (upper bracket): the slow reference division_factor is checked against."""
+    def f(rho: float) -> float:
+        b = spectr.beta(p, q, rho)
+        return 1.0 - (1.0 - b) ** k - rho * b
+
+    lo, hi = 1.0, float(k)
+    if k == 1 or f(lo) <= 0.0:
+        return lo
+    for _ in range(iters):
+        mid = 0.5 * (lo + hi)
+        if not lo < mid < hi:
+            break
+        lo, hi = (lo, mid) if f(mid) <= 0.0 else (mid, hi)
+    return hi
+
+
+def count_trees(entry: Verifier, language, shape: tuple[int, ...]) -> int:
+    """How many trees the lab enumerates for `shape` (the oracle of lab/trees.enumeration_size)."""
+    from decoding.lab.trees import drafted_trees
+
+    return sum(1 for _ in drafted_trees(entry, language, shape))

@@ -8,8 +8,6 @@ puts each verifier's exact accepted-length law next to the Monte-Carlo histogram
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -214,5 +212,3 @@ def runs_figure(runs: dict) -> go.Figure:
     return fig
 
 
-def verdict_keys(records: Sequence[CompareRecord]) -> list[str]:
-    return list(dict.fromkeys(v.key for r in records for v in r.verdicts))

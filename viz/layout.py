@@ -12,10 +12,6 @@ class Layout:
     y: tuple[float, ...]  # leaves take consecutive slots 0, 1, 2, ...; a parent sits mid-way
     children: tuple[tuple[int, ...], ...]
 
-    @property
-    def n_slots(self) -> int:
-        return int(max(self.y)) + 1 if self.y else 0
-
 
 def children_of(parents: Sequence[int]) -> tuple[tuple[int, ...], ...]:
     """Children of each node in id order; checks there is exactly one root and no cycle."""

@@ -74,10 +74,6 @@ def _expand(entry, language, shape, tree: DraftTree, queue: list[int], prob: flo
         yield from _expand(entry, language, shape, grown, rest + children, prob * pr, guesses)
 
 
-def count_trees(entry: Verifier, language: TinyLanguage, shape: tuple[int, ...]) -> int:
-    return sum(1 for _ in _expand(entry, language, shape, DraftTree.root(ROOT_TOKEN), [0], 1.0))
-
-
 def nodes_per_tree(shape: tuple[int, ...]) -> int:
     """Nodes of a full tree of `shape`, root included: (2, 2) -> 1 + 2 + 4."""
     total = level = 1

@@ -1,4 +1,4 @@
-"""A frozen, validated decoding configuration (its draft shape a type: Branching or Sequences), plus presets.
+"""A frozen, validated decoding configuration (its draft shape a type: Branching or Sequences).
 
 Validation happens here, once, with messages a user can act on; the engine trusts a DecodeConfig.
 """
@@ -256,12 +256,3 @@ def parse_branching(text: str, field: str = "tree shape") -> tuple[int, ...]:
     return tuple(int(t) for t in parts)
 
 
-def presets() -> dict[str, DecodeConfig]:
-    """Named starting points for demos (built on call: they validate against the registry)."""
-    return {
-        "chain of 4 (standard SD)": DecodeConfig(verifier="sd", shape=Branching((1, 1, 1, 1))),
-        "3,2,2 tree, RRS without replacement": DecodeConfig(verifier="rrs_wor", shape=Branching((3, 2, 2))),
-        "4 sequences x depth 4, SpecTr": DecodeConfig(verifier="spectr", shape=Sequences(4, 4)),
-        "binary tree depth 3, SpecHub": DecodeConfig(verifier="spechub", shape=Branching((2, 2, 2))),
-        "greedy (T = 0), 3,2,2": DecodeConfig(verifier="greedy", temperature=0.0),
-    }

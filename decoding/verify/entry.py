@@ -44,6 +44,20 @@ class Verifier(EntryBase):
     acceptance(p, q, k) -> float, optional
         the closed-form P(some candidate accepted), averaged over the candidate law (float64,
         normalised p and q); None where no closed form exists (theory enumerates or samples).
+
+    Optional hooks, part of the contract (a rule module or a user's verifier file may define each; every caller
+    reads them through this entry, never by the rule's name):
+    verify_with(cache: NodeCache) -> verify
+        a verify that keeps per-node work in `cache` between calls on the same (p, q) (khisti_is's induced law;
+        the compare view's Monte-Carlo walks repeat a node); None: verify is called as is.
+    bonus(p, generator) -> int
+        the token emitted after a fully accepted path, when it is not a plain draw from p (gls's race draws it
+        from the node's keyed exponentials); None: a draw from p.
+    rule, params
+        a rule with settings (fuzzy's threshold, cactus's delta): `params` pairs the rule's keyword with the
+        DecodeConfig field that sets it, `rule` is the module `configured` rebuilds the entry from.
+    bonus_from_p
+        a lossy rule whose leaf bonus is still a draw from p (cactus, as the engines run it).
     """
 
     name: str

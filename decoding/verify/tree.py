@@ -85,16 +85,6 @@ class DraftTree:
     def leaves(self) -> list[int]:
         return [n for n in range(len(self)) if self.is_leaf(n)]
 
-    def ancestor_mask(self) -> torch.Tensor:
-        """[N, N] bool: row i is True at i and at each ancestor of i (row(i) = row(parent) | {i})."""
-        n = len(self)
-        mask = torch.zeros(n, n, dtype=torch.bool)
-        for i, parent in enumerate(self.parents):
-            if parent >= 0:
-                mask[i] = mask[parent]
-            mask[i, i] = True
-        return mask
-
     def positions(self, offset: int) -> torch.Tensor:
         """[N] position id of each node: offset + depth (siblings share a position)."""
         return torch.tensor(self.depths, dtype=torch.long) + offset

@@ -11,12 +11,12 @@ import torch
 from decoding.lab import exact
 from decoding.lab.certify import TOLERANCE, certify, default_shape, random_languages
 from decoding.lab.language import load, presets, random_language
-from decoding.lab.trees import count_trees, drafted_trees
+from decoding.lab.trees import drafted_trees
 from decoding.verify import walk
 from decoding.verify.registry import VERIFIERS, lossless_keys
 from decoding.verify.rules import spectr
 from decoding.verify.rules.common import chain_law
-from tests.verifier_oracles import draft_trees, extend, max_gap, target_joint, tree_law
+from tests.verifier_oracles import count_trees, draft_trees, extend, max_gap, target_joint, tree_law
 
 LOSSLESS = lossless_keys()
 PRESETS = {name: load(path) for name, path in presets().items()}

@@ -9,8 +9,9 @@ import pytest
 
 from decoding.lab import language as lang
 from decoding.lab.tradeoff import thresholds, tradeoff_size
-from decoding.lab.trees import PastLimit, count_trees, enumeration_size, nodes_per_tree
+from decoding.lab.trees import PastLimit, enumeration_size, nodes_per_tree
 from decoding.verify.registry import VERIFIERS
+from tests.verifier_oracles import count_trees
 
 LANGUAGES = {name: lang.load(path) for name, path in lang.presets().items()}
 

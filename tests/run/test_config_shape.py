@@ -7,7 +7,15 @@ from dataclasses import replace
 
 import pytest
 
-from decoding.run.config import Branching, DecodeConfig, Sequences, presets
+from decoding.run.config import Branching, DecodeConfig, Sequences
+
+CONFIGS = (  # one of each shape and kind of verifier, for the round trip
+    DecodeConfig(verifier="sd", shape=Branching((1, 1, 1, 1))),
+    DecodeConfig(verifier="rrs_wor", shape=Branching((3, 2, 2))),
+    DecodeConfig(verifier="spectr", shape=Sequences(4, 4)),
+    DecodeConfig(verifier="greedy", temperature=0.0),
+    DecodeConfig(verifier="block", shape=Branching((1, 1, 1))),
+)
 
 
 def test_shapes_describe_the_tree():
@@ -33,7 +41,7 @@ def test_old_trace_dicts_load_and_new_dicts_round_trip():
     assert DecodeConfig.from_dict(old_tree).shape == Branching((3, 2))
     assert DecodeConfig.from_dict(old_seqs).shape == Sequences(4, 2)
     assert DecodeConfig.from_dict({"verifier": "sd", "branching": [1, 1]}).seed == 0  # missing keys: defaults
-    for config in list(presets().values()) + [DecodeConfig.from_dict(old_seqs)]:
+    for config in [*CONFIGS, DecodeConfig.from_dict(old_seqs)]:
         d = json.loads(json.dumps(config.to_dict()))
         assert set(d) >= {"branching", "sequences", "depth"}  # the JSON keeps its flat keys
         assert DecodeConfig.from_dict(d) == config

@@ -132,7 +132,8 @@ def test_section_12_without_replacement_bound_also_by_the_large_vocabulary_scan(
 
 @pytest.mark.parametrize("k,rho", [(2, 1.4568), (3, 1.7926)])
 def test_section_12_spectr_rho(k, rho):
-    from decoding.verify.rules.spectr import acceptance, division_factor, rho_by_bisection
+    from decoding.verify.rules.spectr import acceptance, division_factor
+    from tests.verifier_oracles import rho_by_bisection
 
     assert rho_by_bisection(P12, Q12, k) == pytest.approx(rho, abs=1e-4)
     assert rho_by_bisection(P12, Q12, k) == pytest.approx(division_factor(P12, Q12, k), abs=1e-12)

@@ -185,20 +185,3 @@ def acceptance(p: torch.Tensor, q: torch.Tensor, k: int, rho: float | None = Non
     """Closed form at rho (default: the rho this rule uses): alpha = 1 - (1 - beta(rho))^k."""
     rho = division_factor(p, q, k) if rho is None else rho
     return 1.0 - (1.0 - beta(p, q, rho)) ** k
-
-
-def rho_by_bisection(p: torch.Tensor, q: torch.Tensor, k: int, iters: int = 200) -> float:
-    """rho* by plain bisection of f on [1, k] (upper bracket): the slow reference division_factor is checked against."""
-    def f(rho: float) -> float:
-        b = beta(p, q, rho)
-        return 1.0 - (1.0 - b) ** k - rho * b
-
-    lo, hi = 1.0, float(k)
-    if k == 1 or f(lo) <= 0.0:
-        return lo
-    for _ in range(iters):
-        mid = 0.5 * (lo + hi)
-        if not lo < mid < hi:
-            break
-        lo, hi = (lo, mid) if f(mid) <= 0.0 else (mid, hi)
-    return hi

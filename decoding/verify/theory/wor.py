@@ -99,12 +99,6 @@ class _Law:
         r = _ratio((self.p[x] - rho * self.q[x]).clamp_min(0.0), g)
         return (d - r).clamp_min(0.0)
 
-    def reject_prob(self, x: torch.Tensor, m, rho, g) -> torch.Tensor:
-        """1 − a_i(x) = 1 − min(1, r(x)/d(x)) for drafted tokens x."""
-        a = _ratio((self.p[x] - rho * self.q[x]).clamp_min(0.0) * m, g * self.q[x])
-        return 1.0 - a.clamp(max=1.0)
-
-
 def _uniform_phase(p: torch.Tensor, q: torch.Tensor, draws: int) -> float:
     """P(all `draws` uniform fallback draws are rejected | supp q all drafted and rejected)."""
     if draws <= 0:
