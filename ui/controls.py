@@ -12,7 +12,8 @@ from typing import Any
 
 import gradio as gr
 
-from decoding.run import engine
+from decoding.run import engine, engine_presets
+from decoding.run.config import Sequences
 from decoding.verify.registry import VERIFIERS
 from ui import compare, decode
 from ui.caps import Caps
@@ -35,21 +36,23 @@ class ControlsPanel:
     reset: gr.Button
     status: gr.Markdown
     limits: gr.Markdown
+    engine: gr.Dropdown | None = None  # the engine-preset menu: sets verifier and shape (not a Controls field)
+    engine_info: gr.Markdown | None = None
 
     @classmethod
     def build(cls, default: Controls, caps: Caps | None = None) -> ControlsPanel:
         caps = caps or Caps()
-        widgets, info = _widgets(default, caps)
+        widgets, info, presets = _widgets(default, caps)
         with gr.Row():
             buttons = [gr.Button("Step", variant="primary", elem_id="step-btn"), gr.Button("Run", elem_id="run-btn"),
                        gr.Button("Stop", variant="stop", elem_id="stop-btn"), gr.Button("Reset", elem_id="reset-btn")]
         status = gr.Markdown("Press **Step** to draft and verify one tree.", elem_classes="specscope-status",
                              elem_id="status")
         limits = gr.Markdown(caps.text(), elem_id="caps")
-        return cls(widgets, info, *buttons, status, limits)
+        return cls(widgets, info, *buttons, status, limits, *presets)
 
 
-def _widgets(default: Controls, caps: Caps) -> tuple[dict[str, Any], gr.Markdown]:
+def _widgets(default: Controls, caps: Caps) -> tuple[dict[str, Any], gr.Markdown, tuple[gr.Dropdown, gr.Markdown]]:
     w: dict[str, Any] = {"pair": gr.Radio(PAIRS, value=default.pair, label="model pair (target p, draft q)")}
     with gr.Row():
         # value "": the API lists them as optional (a script on a built-in pair leaves them out)
@@ -58,6 +61,8 @@ def _widgets(default: Controls, caps: Caps) -> tuple[dict[str, Any], gr.Markdown
     w["prompt"] = gr.Textbox(default.prompt, label="prompt", lines=3, max_length=caps.max_prompt_chars)
     examples = example_prompts()
     gr.Examples([[p] for p in examples["text"] + examples["toy"]], inputs=[w["prompt"]], label="example prompts")
+    presets = (gr.Dropdown(engine_choices(), value="", label="engine preset (sets verifier and tree shape)",
+                           elem_id="engine-preset"), gr.Markdown("", elem_id="engine-info"))
     w["verifier"] = gr.Dropdown(verifier_choices(), value=default.verifier, label="verifier")
     info = gr.Markdown(verifier_info(default.verifier))
     w["shape"] = gr.Radio(list(SHAPES), value=default.shape, label="tree shape")
@@ -73,7 +78,7 @@ def _widgets(default: Controls, caps: Caps) -> tuple[dict[str, Any], gr.Markdown
         w["top_p"] = _slider("top_p", default, caps, 0.01, "top-p (1 = off)")
         w["seed"] = gr.Number(default.seed, label="seed", precision=0, minimum=0)
         w["max_new_tokens"] = _slider("max_new_tokens", default, caps, 1, "max new tokens")
-    return {f.name: w[f.name] for f in fields(Controls)}, info
+    return {f.name: w[f.name] for f in fields(Controls)}, info, presets
 
 
 def _slider(name: str, default: Controls, caps: Caps, step: float, label: str) -> gr.Slider:
@@ -102,6 +107,30 @@ def verifier_info(key: str | None) -> str:
     loss = "lossless" if entry.lossless else "**lossy**: its output law differs from the target's"
     most = f", at most {entry.max_candidates} candidates per node" if entry.max_candidates else ""
     return f"{md(entry.description)}  \ncandidate law `{entry.law}`{most} · {loss}"
+
+
+def engine_choices() -> list[tuple[str, str]]:
+    return [("none: choose the verifier and tree shape below", "")] + [
+        (preset.label, key) for key, preset in engine_presets.PRESETS.items()]
+
+
+def engine_chosen(key: str | None) -> tuple[dict, dict, dict, dict, dict, str]:
+    """An engine preset picked: the verifier, tree-shape radio, branching / K / depth set as that engine runs
+    (engine_presets.py), and a line naming the specscope rule and its source. None or "" (no preset, or the
+    page's null) changes nothing; an unknown name says so in the line."""
+    keep = (gr.update(),) * 5
+    if not key:
+        return (*keep, "")
+    if key not in engine_presets.PRESETS:
+        return (*keep, f"⚠️ unknown engine preset {md(key)}")
+    preset = engine_presets.PRESETS[key]
+    sequences = isinstance(preset.shape, Sequences)
+    shape = (gr.update(value=SHAPES[1]), gr.update(), gr.update(value=preset.shape.k),
+             gr.update(value=preset.shape.depth)) if sequences else (
+             gr.update(value=SHAPES[0]), gr.update(value=preset.shape.text()), gr.update(), gr.update())
+    info = (f"{md(preset.same_as)}; acceptance at one node {md(preset.formula)}, candidate law `{preset.law}`  \n"
+            f"source: [{md(preset.version)}]({preset.source}) ({md(preset.checked)})")
+    return (gr.update(value=preset.verifier), *shape, info)
 
 
 def pair_changed(pair: str | None, prompt: str | None) -> tuple[dict, dict, dict]:
@@ -229,6 +258,9 @@ def wire(views: Views, panel: ControlsPanel, decode_queue: dict, runs: RunCache 
                                   **public("reset"))
     w = panel.widgets
     w["verifier"].change(verifier_info, [w["verifier"]], [panel.verifier_info], show_progress="hidden")
+    if panel.engine is not None:
+        panel.engine.change(engine_chosen, [panel.engine], [w["verifier"], w["shape"], w["branching"], w["sequences"],
+                                                            w["depth"], panel.engine_info], show_progress="hidden")
     # Unqueued, so a Step sent right after a pair change cannot overtake the prompt swap.
     w["pair"].change(pair_changed, [w["pair"], w["prompt"]], [w["target"], w["draft"], w["prompt"]], queue=False)
     w["shape"].change(shape_changed, [w["shape"]], [w["branching"], w["sequences"], w["depth"]])

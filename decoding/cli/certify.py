@@ -1,6 +1,6 @@
 """`python -m decoding certify`: exit 0 certified lossless, 3 not lossless, 2 bad input (one line on stderr).
 
-    python -m decoding certify (--verifier KEY | --verifier-file PATH) [--language FILE] [--random N]
+    python -m decoding certify (--verifier KEY | --verifier-file PATH | --engine NAME) [--language FILE] [--random N]
                                [--tree 2,2 | --k K] [--seed S] [--json PATH] [--fuzzy-threshold T]
                                [--cactus-delta D]
 
@@ -27,6 +27,9 @@ def add_flags(p: argparse.ArgumentParser) -> None:
     who = p.add_mutually_exclusive_group(required=True)
     who.add_argument("--verifier", help="a registry key (see `generate --help`)")
     who.add_argument("--verifier-file", help="a local Python file defining LAW, verify, conditional (README)")
+    who.add_argument("--engine", default=None, metavar="NAME",
+                     help="an engine preset (see `generate --help`): its verifier, drafting with the engine's law, "
+                     "on its shape unless --tree / --k say otherwise")
     p.add_argument("--language", default=None, help="a tiny language JSON file (default: every preset)")
     p.add_argument("--random", type=int, default=0, metavar="N", help="also N seeded random languages")
     shape = p.add_mutually_exclusive_group()
@@ -43,6 +46,10 @@ def add_flags(p: argparse.ArgumentParser) -> None:
 def resolve_entry(args: argparse.Namespace) -> Verifier:
     if args.verifier_file:
         return load_custom(args.verifier_file)
+    if getattr(args, "engine", None):
+        from decoding.run.engine_presets import get
+
+        return get(args.engine).entry()
     from decoding.verify.registry import lookup
 
     entry = with_threshold(lookup(args.verifier), args.fuzzy_threshold)
@@ -74,7 +81,13 @@ def with_delta(entry: Verifier, delta: float | None) -> Verifier:
 def resolve_shape(args: argparse.Namespace, entry: Verifier) -> tuple[int, ...]:
     if args.k is not None:
         return parse_branching(str(args.k), "--k")
-    return parse_branching(args.tree, "--tree") if args.tree else certify_mod.default_shape(entry)
+    if args.tree:
+        return parse_branching(args.tree, "--tree")
+    if getattr(args, "engine", None):
+        from decoding.run.engine_presets import get
+
+        return tuple(get(args.engine).shape.widths)
+    return certify_mod.default_shape(entry)
 
 
 def resolve_languages(args: argparse.Namespace, shape: tuple[int, ...], law: str) -> list[lang.TinyLanguage]:

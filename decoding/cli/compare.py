@@ -14,7 +14,10 @@ from decoding.run.config import DecodeConfig, parse_branching
 def add_flags(p: argparse.ArgumentParser) -> None:
     d = DecodeConfig()
     p.add_argument("--prompt", required=True, help="the prompt text")
-    p.add_argument("--verifiers", required=True, help="comma-separated keys, e.g. rrs,rrs_wor,spectr,pointmass")
+    p.add_argument("--verifiers", default=None, help="comma-separated keys, e.g. rrs,rrs_wor,spectr,pointmass "
+                   "(needed unless --engine names the run verifier)")
+    p.add_argument("--engine", default=None, metavar="NAME",
+                   help="an engine preset (see `generate --help`): its verifier runs the step, its shape is the tree")
     p.add_argument("--run-verifier", default=None, help="the verifier whose verdict is emitted (default: the first)")
     p.add_argument("--pair", default="embedded", choices=["embedded", "lookup", "toy"], help="built-in model pair")
     p.add_argument("--tree", default=",".join(map(str, d.branching)), help="children per node at each depth")
@@ -44,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from decoding.compare import contract, runs, selection, session
     from decoding.speed.plan import load_planned
 
+    _apply_engine(args)
     keys = selection.parse_keys(args.verifiers)
     run_key = args.run_verifier or keys[0]
     if run_key not in keys:
@@ -65,6 +69,26 @@ def run(args: argparse.Namespace) -> int:
         Path(args.json).write_text(json.dumps(body, allow_nan=True), encoding="utf-8")
         print(f"JSON written to {args.json}", file=sys.stderr)
     return 0
+
+
+def _apply_engine(args: argparse.Namespace) -> None:
+    """--engine: the preset's verifier runs the step (first in --verifiers) and its shape is the tree; without
+    it --verifiers is required (one line when missing)."""
+    if not args.engine:
+        if not args.verifiers:
+            raise ValueError("give --verifiers (e.g. rrs,rrs_wor) or --engine NAME")
+        return
+    from decoding.run.config import Sequences
+    from decoding.run.engine_presets import get
+
+    preset = get(args.engine)
+    others = [k.strip() for k in (args.verifiers or "").split(",") if k.strip() and k.strip() != preset.verifier]
+    args.verifiers = ",".join([preset.verifier, *others])
+    args.run_verifier = preset.verifier
+    if isinstance(preset.shape, Sequences):
+        args.sequences, args.depth = preset.shape.k, preset.shape.depth
+    else:
+        args.sequences, args.tree = 0, preset.shape.text()
 
 
 def _print_steps(records) -> None:

@@ -68,6 +68,7 @@ def _add_generate_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cactus-delta", type=float, default=d.cactus_delta, metavar="D",
                    help=f"--verifier cactus: each candidate's divergence budget delta (default {d.cactus_delta}; "
                    "0 = plain SD; larger accepts more and moves the output further from p)")
+    p.add_argument("--engine", default=None, metavar="NAME", help=engine_help())
     p.add_argument("--also-pair", default=None, choices=BUILT_IN,
                    help="run the same config and seed again with this second built-in pair and say whether the "
                    "texts match (with gls and one draft per node they do: the text does not depend on the draft)")
@@ -80,7 +81,23 @@ def _verifier_help() -> str:
     return f"verifier key: {keys}"
 
 
+def engine_help() -> str:
+    from decoding.run.engine_presets import PRESETS
+
+    return ("an engine's verification mode: sets the verifier and the draft shape (and so the candidate law) as "
+            f"that engine does, over --verifier and --tree; one of: {', '.join(PRESETS)}")
+
+
 def config_from_args(args: argparse.Namespace) -> DecodeConfig:
+    config = _flag_config(args)
+    if getattr(args, "engine", None):
+        from decoding.run.engine_presets import get
+
+        return get(args.engine).config(config)
+    return config
+
+
+def _flag_config(args: argparse.Namespace) -> DecodeConfig:
     shape = Sequences(args.sequences, args.depth) if args.sequences else Branching(parse_branching(args.tree, "--tree"))
     return DecodeConfig(verifier=args.verifier, shape=shape, temperature=args.temperature, top_k=args.top_k,
                         top_p=args.top_p, seed=args.seed, max_new_tokens=args.max_new_tokens, chat=args.chat,
