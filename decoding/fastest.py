@@ -7,7 +7,7 @@ record=False is the fast path (no per-node records, no theory); the verifier is 
 output law is the target's at any temperature. Importing this module loads no model.
 
 Why this one, and what else was measured and not kept (sessions 4-10, the commands and the numbers):
-docs/speed.md, "The session journal behind FASTEST". It was tuned on one VM; on another machine the
+docs/speed-journal.md. It was tuned on one VM; on another machine the
 few-row verify can cost twice as much and the same config lose to plain decoding (docs/speed.md, "Cost
 of one target forward on a CPU"). Hence `fastest(pair_kind=None)`: it calibrates the pair on the machine at
 hand (once; cached per machine, decoding/speed/calibrate.py), predicts every draft shape's tokens per second

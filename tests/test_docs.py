@@ -83,3 +83,21 @@ def test_every_file_a_doc_cites_exists():
     broken = {f"{doc.name}: {path}" for doc in DOCS for path in cited(doc.read_text(encoding="utf-8"))
               if not exists(path, files)}
     assert not broken, f"docs cite files that are not in the repository: {sorted(broken)}"
+
+
+def test_the_readme_opens_with_the_registrys_counts():
+    """The README's first count of verifiers is the registry's (it said fifteen when the registry had 18)."""
+    from decoding.verify.registry import VERIFIERS
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    said = re.search(r"It ships (\d+) verification algorithms behind one registry: (\d+) token-level rules", text)
+    tree = re.search(r"and (\d+) tree-level ones", text)
+    levels = [entry.level for entry in VERIFIERS.values()]
+    assert said and tree
+    assert (int(said[1]), int(said[2]), int(tree[1])) == (len(levels), levels.count("node"), levels.count("tree"))
+
+
+def test_the_readme_shows_the_layout_before_the_app():
+    """A newcomer meets the code's layout early (it was at line 530 of 563)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert text.index("## Layout") < text.index("## The app:") < 8000

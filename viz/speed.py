@@ -28,10 +28,10 @@ nearly free.
 - **On a GPU** that holds: one token leaves the chip idle while the weights stream in, and 8 or 64 rows reuse \
 the same weight reads (a flat curve in the top chart). A deep tree wins, provided the draft is cheap and often \
 accepted.
-- **But a model as small as this 135M one** barely loads a GPU. On an H100 its forward, replayed from CUDA \
-graphs, takes 3.2 ms against transformers' 15 ms (5x plain generate()), yet the second row costs 1.35x the \
-first, a draft level a quarter of a forward, and the trained head's acceptance stops near 1.4 tokens a step: no \
-draft pays there, and the target alone is the fastest choice.
+- **But a model as small as this 135M one** barely loads a GPU. Measured on one NVIDIA H100 (docs/speed.md, \
+"Measured on a GPU with CUDA graphs"; not this machine): its forward, replayed from CUDA graphs, took 3.2 ms \
+against transformers' 15 ms, yet the second row cost 1.35x the first and a draft level a quarter of a forward, \
+so with the head's acceptance near 1.4 tokens a step no draft paid there.
 - **On a CPU** the few-row product is often dearer per row than it should be (MKL's BLAS re-packs the weights \
 for each small product), so 3 rows can cost twice one row. Each drafted token must then be accepted often \
 enough to pay for its row and its draft forward; when it is not, the fastest choice is no draft at all.

@@ -44,7 +44,6 @@ from decoding.run.config import DecodeConfig
 from decoding.run.costs import StepCosts
 from decoding.speed import machine, pair_acceptance, products
 from decoding.speed.chooser import AcceptanceTable
-from decoding.speed.pair_acceptance import run_steps  # noqa: F401  (bench predict's name for it)
 from decoding.speed.step_costs import steps_and_acceptance
 from decoding.verify.tree import DraftTree
 
