@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from decoding.cli.handoff import hand_to_bench
-from decoding.models.kinds import BUILT_IN
+from decoding.models.kinds import CHOICES, built_in_kind
 from decoding.run.config import Branching, DecodeConfig, Sequences, parse_branching
 
 # subcommand -> the argv `python -m bench` gets (the rest of the command line follows)
@@ -31,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp = sub.add_parser("compare", help="several verifiers on the same steps, one target forward each")
     compare_cli.add_flags(cmp)
     cert = sub.add_parser("certify", help="certify a verifier exactly on tiny languages (exit 0 lossless, 3 not)")
-    from decoding.lab.cli import add_flags as add_certify_flags
+    from decoding.cli.certify import add_flags as add_certify_flags
 
     add_certify_flags(cert)
     sub.add_parser("train-head", help="train the embedded-head pair's draft head: `python -m bench train-head`",
@@ -44,7 +44,7 @@ def _add_generate_flags(p: argparse.ArgumentParser) -> None:
     d = DecodeConfig()
     p.add_argument("--prompt", required=True, help="the prompt text")
     p.add_argument("--pair", default="embedded",
-                   choices=BUILT_IN,
+                   type=built_in_kind, metavar=CHOICES,
                    help="built-in model pair (ignored when --target is given)")
     p.add_argument("--target", default=None, help="target model: hub id or local folder")
     p.add_argument("--draft", default=None, help="draft model: hub id or local folder (needs --target)")
@@ -69,7 +69,7 @@ def _add_generate_flags(p: argparse.ArgumentParser) -> None:
                    help=f"--verifier cactus: each candidate's divergence budget delta (default {d.cactus_delta}; "
                    "0 = plain SD; larger accepts more and moves the output further from p)")
     p.add_argument("--engine", default=None, metavar="NAME", help=engine_help())
-    p.add_argument("--also-pair", default=None, choices=BUILT_IN,
+    p.add_argument("--also-pair", default=None, type=built_in_kind, metavar=CHOICES,
                    help="run the same config and seed again with this second built-in pair and say whether the "
                    "texts match (with gls and one draft per node they do: the text does not depend on the draft)")
 
@@ -156,7 +156,7 @@ def _dispatch(args) -> int:
 
         return compare_cli.run(args)
     if args.command == "certify":
-        from decoding.lab.cli import run as run_certify
+        from decoding.cli.certify import run as run_certify
 
         return run_certify(args)
     raise AssertionError(f"unhandled command {args.command!r}")
