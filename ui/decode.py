@@ -14,9 +14,12 @@ state) keeps alpha None, which the views show as "not computed".
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as NotYet
 from dataclasses import replace
 from typing import Any
 
@@ -34,33 +37,55 @@ from ui.run_cache import Offer, RunCache
 from ui.session import PAIRS, Configured, Controls, Session
 
 log = logging.getLogger("specscope.app")
+# A pair already in the process's load cache is back well within this (lookups, the cached plan's small JSON): only a
+# load still running after it is announced on the status line (`load`).
+ANNOUNCE_AFTER_S = 0.3
 
 
 def load(controls: Controls, progress: gr.Progress | None = None):
     """The (cached, read-only) model pair the controls name, with this machine's product plan on when a
-    calibration of it is cached (docs/speed.md); ModelLoadError with a readable message."""
+    calibration of it is cached (docs/speed.md); ModelLoadError with a readable message.
+
+    "loading the ... model pair" goes on the progress line only while a load is really under way (still running
+    after ANNOUNCE_AFTER_S: a first load, or a wait on the app's preload), and a load that said anything ends by
+    saying the pair is loaded: Gradio shows the last progress message until the event ends, so a Step whose pair
+    was already loaded showed "loading ... 0.0%" all through its compared step. A pair already loaded says nothing."""
     kinds = [value for _, value in PAIRS]
     if controls.pair not in kinds:
         raise ValueError(f"unknown model pair {controls.pair!r}; choose one of: {', '.join(kinds)}")
     if controls.pair == "custom" and not (controls.target.strip() and controls.draft.strip()):
         raise ValueError("a custom pair needs both a target and a draft model: hub ids or local folders")
-    report = _reporter(progress)
-    report(0.0, f"loading the {controls.pair} model pair ...")
-    return plan.load_planned(controls.pair, target=controls.target.strip() or None,
-                             draft=controls.draft.strip() or None, device=device(), progress=report)
+    said: list[str] = []  # what the loader itself reported (a first start's conversion says what it does)
+    report = _reporter(progress, said)
+    context = contextvars.copy_context()  # the event's: gr.Progress reports through it, from the loading thread too
+    with ThreadPoolExecutor(1, thread_name_prefix="specscope-load") as pool:
+        loading = pool.submit(context.run, plan.load_planned, controls.pair, target=controls.target.strip() or None,
+                              draft=controls.draft.strip() or None, device=device(), progress=report)
+        try:
+            pair = loading.result(timeout=ANNOUNCE_AFTER_S)
+        except NotYet:
+            if not said:
+                report(0.0, f"loading the {controls.pair} model pair ...")
+            pair = loading.result()
+    if said:  # the line must not go on saying "loading" (or a loader's step) through the step that follows
+        report(1.0, f"the {controls.pair} model pair is loaded")
+    return pair
 
 
 def device() -> str:
     return os.environ.get("SPECSCOPE_DEVICE", "auto")
 
 
-def _reporter(progress: gr.Progress | None) -> Callable[..., None]:
-    """Adapt the loader's progress calls (a fraction and/or a message) to gr.Progress and the log."""
+def _reporter(progress: gr.Progress | None, said: list[str] | None = None) -> Callable[..., None]:
+    """Adapt the loader's progress calls (a fraction and/or a message) to gr.Progress and the log; each message is
+    also appended to `said`."""
     def report(*args: Any, **kwargs: Any) -> None:
         desc = next((a for a in (*args, *kwargs.values()) if isinstance(a, str)), None)
         frac = next((a for a in args if isinstance(a, (int, float)) and not isinstance(a, bool)), None)
         if desc:
             log.info("%s", desc)
+            if said is not None:
+                said.append(desc)
         if progress is not None:
             progress(None if frac is None else min(max(float(frac), 0.0), 1.0), desc=desc)
     return report

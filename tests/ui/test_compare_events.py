@@ -128,6 +128,46 @@ def test_walks_over_the_servers_cap_are_refused_at_once(handler, monkeypatch):
         "2000" in status, status
 
 
+class Shown:
+    """What gr.Progress puts on the status line: every (fraction, message) a handler reports, in order."""
+
+    def __init__(self) -> None:
+        self.messages: list[str | None] = []
+
+    def __call__(self, progress=None, desc=None, **_) -> None:
+        self.messages.append(desc)
+
+
+def _compared_with(progress) -> str:
+    values = VIEWS.inputs(Session(), **raw(CONTROLS, compare=True, compare_keys=FOUR, compare_mc=80.0))
+    return VIEWS.named(ui_controls.step(VIEWS, values, progress=progress)).status
+
+
+def test_a_compared_step_on_a_loaded_pair_says_nothing_about_loading():
+    """A compared Step's status showed "loading the embedded model pair ... - 0.0%" with the pair long loaded: the
+    message was sent before every load, cached or not, and Gradio shows the last one until the event ends."""
+    _compared_with(None)  # the toy pair is loaded now
+    shown = Shown()
+    assert "Step 1 of 1" in _compared_with(shown)
+    assert not [m for m in shown.messages if m and "load" in m], shown.messages
+
+
+def test_a_load_under_way_is_announced_and_ends_saying_the_pair_is_loaded(monkeypatch):
+    from decoding.speed import plan
+
+    real = plan.load_planned
+
+    def slow(*args, **kwargs):  # a load that takes a while (a first load, or a wait on the app's preload)
+        time.sleep(1.0)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(plan, "load_planned", slow)
+    shown = Shown()
+    assert "Step 1 of 1" in _compared_with(shown)
+    assert shown.messages[0] == "loading the toy model pair ..." and shown.messages[-1] == "the toy model pair is " \
+        "loaded", shown.messages  # not "loading ..." through the compared step that follows
+
+
 def test_a_lone_string_selection_is_one_verifier():
     views = compared_step(Session(), keys="pointmass")
     assert [v.key for v in views.session.steps[-1].compare.verdicts] == ["rrs", "pointmass"]
