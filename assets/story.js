@@ -3,7 +3,11 @@
 // ◀ / ▶ show the previous / next event: its narration in #story-text, "event i of n" in #story-position, the
 // tree points it is about highlighted (the rest dimmed, straight on the drawn SVG: no plotly redraw), and
 // the node it is about sent to the inspector through the hidden #story-node box (one server call, after).
-// ▶▶ plays the events at the pace of #story-pace. Loaded in the page's <head> (app.head).
+// ▶▶ plays the events at the pace of #story-pace. Loaded in the page's <head> (app.head), and in the replay
+// file's (viz/replay_html.py), whose tree is plain SVG (points carry data-node) and whose inspector is in the
+// file: it listens for the "specscope:story-node" event, sent at once with each event shown.
+// Keys (outside text boxes, menus and sliders): ← / → the previous / next event, space plays or pauses,
+// n the next step (the replay file's next step; the page's Step button).
 (() => {
   let timer = null;
   let shown = null;  // the #story element the page shows now (a new step replaces it)
@@ -18,9 +22,15 @@
   };
 
   const highlight = (focus) => {
+    const keep = focus ? new Set(focus) : null;
+    const svgPoints = document.querySelectorAll("#tree-plot svg g.point[data-node]");
+    if (svgPoints.length) {  // the replay file's SVG tree: each point names its node
+      svgPoints.forEach((g) => { g.style.opacity = !keep || keep.has(Number(g.dataset.node)) ? "" : "0.15"; });
+      document.querySelectorAll("#tree-plot svg path.edge").forEach((e) => { e.style.opacity = keep ? "0.3" : ""; });
+      return;
+    }
     const gd = document.querySelector("#tree-plot .js-plotly-plot");
     if (!gd || !gd.data) return;
-    const keep = focus ? new Set(focus) : null;
     gd.querySelectorAll(".scatterlayer .trace").forEach((g, i) => {
       const ids = gd.data[i] && gd.data[i].customdata;
       if (!ids) { g.style.opacity = keep ? "0.3" : ""; return; }  // edges
@@ -37,6 +47,8 @@
   // The inspector follows once the story rests (120 ms without a move): quick ◀/▶ presses send one call.
   let pending = null;
   const follow = (s, node) => {
+    document.dispatchEvent(new CustomEvent("specscope:story-node", { detail: { key: s.dataset.key, node } }));
+    if (!document.getElementById("story-node")) return;  // no server to tell (the replay file)
     if (pending) clearTimeout(pending);
     pending = setTimeout(() => {
       pending = null;
@@ -70,21 +82,45 @@
     timer = setTimeout(tick, pace);
   };
 
-  document.addEventListener("click", (ev) => {
-    const button = ev.target.closest && ev.target.closest("#story-prev, #story-next, #story-play");
+  const press = (id) => {
     const s = story();
-    if (!button || !s) return;
+    if (!s || !items(s).length) return;
     const at = Number(s.dataset.at || 0);
-    if (button.id === "story-play") {
+    if (id === "story-play") {
       if (timer) return stop();
       if (at + 1 >= items(s).length) show(s, 0);
-      button.textContent = "❚❚";
+      const button = document.getElementById("story-play");
+      if (button) button.textContent = "❚❚";
       const pace = Number(document.getElementById("story-pace")?.value || 1500);
       timer = setTimeout(tick, pace);
       return;
     }
     stop();
-    show(s, at + (button.id === "story-next" ? 1 : -1));
+    show(s, at + (id === "story-next" ? 1 : -1));
+  };
+
+  document.addEventListener("click", (ev) => {
+    const button = ev.target.closest && ev.target.closest("#story-prev, #story-next, #story-play");
+    if (button) press(button.id);
+  });
+
+  // Keys, except where a key already means something: typing, a menu, a slider, a tab bar, a focused button
+  // (space presses it), or with a modifier held (the browser's own shortcuts).
+  const KEYS = { ArrowLeft: "story-prev", ArrowRight: "story-next", " ": "story-play" };
+  const busy = (el) => !!(el && el.closest && el.closest(
+    "input, textarea, select, [contenteditable=''], [contenteditable=true], [role=slider], [role=combobox], "
+    + "[role=listbox], [role=option], [role=tab], [role=menu], [role=menuitem], [role=spinbutton], [role=textbox]"));
+  document.addEventListener("keydown", (ev) => {
+    if (ev.defaultPrevented || ev.ctrlKey || ev.metaKey || ev.altKey || busy(ev.target)) return;
+    if (ev.key === " " && ev.target.closest && ev.target.closest("button, a")) return;
+    if (ev.key === "n" || ev.key === "N") {
+      const next = document.getElementById("replay-next-step") || document.getElementById("step-btn");
+      if (next && !next.disabled) { ev.preventDefault(); next.click(); }
+      return;
+    }
+    if (!KEYS[ev.key] || !story() || !items(story()).length) return;
+    ev.preventDefault();  // no page scroll
+    press(KEYS[ev.key]);
   });
 
   // No story yet (before a Step, after Reset): its controls are disabled (app.CSS greys them at once).

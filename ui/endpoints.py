@@ -24,6 +24,8 @@ ENDPOINTS: dict[str, str] = {
     "scrub": "Replay step N (1-based) of this session from its records, with no model work.",
     "inspect_node": "One node of the shown step: p, q and the residual, and its tests in order.",
     "export_trace": "The session's trace as a JSON file (every step's records) and a status line.",
+    "export_html": "The session's run as one self-contained HTML replay page (no server, no network: the story, "
+                   "the tree, every node's figure and tests, every step) and a status line.",
     "import_trace": "Replay an uploaded trace file: every view drawn from its records; where this server can "
                     "re-run it, its run becomes the session's (Step continues it; outputs after the views: the "
                     "controls set to its settings).",

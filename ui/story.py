@@ -13,51 +13,18 @@ from typing import Any
 import gradio as gr
 
 from decoding.run.schema import StepRecord, Trace
-from decoding.verify import laws
-from decoding.verify.registry import VERIFIERS
 from ui import inspector
 from ui.session import Session
+from ui.story_about import LOSSY_WHY, about  # noqa: F401 - LOSSY_WHY: the module's name, kept
 from ui.views import Out, Views
-from viz.narrate import About
-from viz.paragraph import step_paragraph
-from viz.story import story_events
-from viz.story_compare import verdict_events
-from viz.story_html import empty_html, story_html
-
-# Why a lossy verifier's text does not follow p, said once at the end of its story.
-LOSSY_WHY = {
-    "greedy": "it keeps a draft only when it is the target's argmax, so its text follows argmax p, not p "
-              "(the same only at temperature 0).",
-    "typical": "it keeps any candidate the target finds typical (p above min(ε, δ·exp(−H))), so likely drafts "
-               "pass more often than p would pick them.",
-    "typical_medusa": "it keeps the longest typical path (p above min(ε, δ·exp(−H)) at each node), so likely "
-                      "drafts pass more often than p would pick them.",
-}
-
-
-def about(key: str, trace: Trace | None) -> About:
-    """What the story says that the record does not: is the verifier lossy and why, which draft drafted."""
-    entry = VERIFIERS.get(key)
-    lossless = True if entry is None else bool(entry.lossless)
-    why = LOSSY_WHY.get(key) or ("its output law differs from the target's (docs/verifiers.md)."
-                                 if not lossless else "")
-    kind = str((trace.models if trace is not None else {}).get("kind", ""))
-    config = trace.config if trace is not None else {}
-    temperature = float(config.get("temperature", 1.0))
-    untempered = entry is not None and laws.draft_temperature(entry.law, temperature) != temperature
-    widths = () if config.get("sequences") else tuple(int(w) for w in config.get("branching") or ())
-    return About(lossless=lossless, lossy_why=why, draft_kind=kind, untempered=untempered, widths=widths)
+from viz.story_block import story_block
+from viz.story_html import empty_html
 
 
 def render(step: StepRecord, trace: Trace | None, position: int, verifier: str | None = None) -> str:
-    """The story block of step `position` for `verifier` (None: the verifier that emitted)."""
-    record = step.compare
-    verdict = next((v for v in record.verdicts if v.key == verifier), None) if record is not None else None
-    paragraph = step_paragraph(step, about(step.verifier, trace))
-    if verdict is None or verdict.key == step.verifier:
-        return story_html(paragraph, story_events(step, about(step.verifier, trace)), f"{position}:{step.verifier}")
-    note = f"The story below is {verdict.key}'s, one of the verifiers compared on this step ({step.verifier} emitted)."
-    return story_html(paragraph, verdict_events(verdict, step), f"{position}:{verdict.key}", note)
+    """The story block of step `position` for `verifier` (None: the verifier that emitted); the replay file
+    holds the same blocks (viz/story_block.py)."""
+    return story_block(step, position, verifier, lambda key: about(key, trace))
 
 
 @dataclass

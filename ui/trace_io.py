@@ -14,7 +14,7 @@ from pathlib import Path
 import gradio as gr
 
 from decoding.run.schema import Trace, read_trace_file, trace_to_json
-from ui import decode, trace_run
+from ui import decode, replay_file, trace_run
 from ui.endpoints import public
 from ui.run_cache import RunCache
 from ui.session import Controls, Session
@@ -32,6 +32,7 @@ class TraceIO:
     upload: gr.UploadButton
     file: gr.File
     legacy_export: gr.Button  # never shown: carries the old endpoint name /export (ui.endpoints.LEGACY)
+    export_html: gr.Button | None = None  # the run as one HTML replay file that needs no server (ui/replay_file.py)
 
     @classmethod
     def build(cls) -> TraceIO:
@@ -42,9 +43,13 @@ class TraceIO:
             with gr.Row():
                 export = gr.Button("Export the trace (JSON)", size="sm", elem_id="export-btn")
                 upload = gr.UploadButton("Import a trace", file_types=[".json"], size="sm", elem_id="import-btn")
+                html_button = gr.Button("Export a replay page (HTML, no server)", size="sm", elem_id="export-html-btn")
+            gr.Markdown("The replay page is one HTML file: open it from disk, put it on a course page or a static "
+                        "Space, send it by email. It plays every step's story with the tree and the inspector, "
+                        "from the run's records, with no server and no network.", elem_id="export-html-note")
             file = gr.File(label="trace file", interactive=False, elem_id="trace-file")
             legacy = gr.Button(visible=False)
-        return cls(export, upload, file, legacy)
+        return cls(export, upload, file, legacy, html_button)
 
 
 def export(session: Session | None, runs: RunCache | None = None) -> tuple[str | None, str]:
@@ -60,12 +65,30 @@ def export(session: Session | None, runs: RunCache | None = None) -> tuple[str |
     return str(path), f"Trace of {len(session.steps)} steps ready to download."
 
 
+def export_html(session: Session | None, runs: RunCache | None = None) -> tuple[str | None, str]:
+    """Write the shown run as one self-contained HTML replay file (ui/replay_file.py) for download; returns
+    (path, status). The steps' exact theory is filled first, as for the trace export."""
+    session = session or Session()
+    if not session.steps:
+        gr.Warning("Nothing to export yet: run a few steps first.")
+        return None, "Nothing to export yet: run a few steps first."
+    session = decode.with_theory(session, range(len(session.steps)), runs)
+    path = _export_dir() / f"specscope-replay-{time.strftime('%Y%m%d-%H%M%S')}-{os.urandom(3).hex()}.html"
+    try:
+        path.write_text(replay_file.document(session.trace), encoding="utf-8")
+    except ValueError as err:
+        return None, f"⚠️ {md(str(err))}"
+    size = path.stat().st_size / 1e6
+    return str(path), (f"Replay page of {len(session.steps)} steps ready to download ({size:.1f} MB): open it from "
+                       "disk, no server needed.")
+
+
 def _export_dir(max_age_s: float = 3600.0) -> Path:
     """One folder for every user's exports (names are unique); files older than an hour go."""
     folder = Path(tempfile.gettempdir()) / "specscope-exports"
     folder.mkdir(parents=True, exist_ok=True)
     now = time.time()
-    for old in folder.glob("specscope-trace-*.json"):
+    for old in [*folder.glob("specscope-trace-*.json"), *folder.glob("specscope-replay-*.html")]:
         if now - old.stat().st_mtime > max_age_s:
             old.unlink(missing_ok=True)
     return folder
@@ -155,6 +178,12 @@ def wire(views: Views, panel: TraceIO, runs: RunCache | None = None, default: Co
 
     panel.export.click(exporting, [views.state], [panel.file, views.status], **public("export_trace"))
     panel.legacy_export.click(exporting, [views.state], [panel.file, views.status], api_name="export")
+
+    def exporting_html(session: Session | None) -> tuple[str | None, str]:
+        return export_html(session, runs)
+
+    if panel.export_html is not None:
+        panel.export_html.click(exporting_html, [views.state], [panel.file, views.status], **public("export_html"))
     outputs = [*views.outputs(), *views.controls.values()]  # widgets last: the API's first outputs stay
     return [panel.upload.upload(importing, [views.state, panel.upload], outputs, show_progress_on=[views.status],
                                 **public("import_trace"), **(decode_queue or {}))]

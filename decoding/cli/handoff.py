@@ -5,6 +5,10 @@ package (`python -m bench ...`). This hands those commands over at run time, by 
 Why not an import: bench sits above app, ui, viz and decoding (its benchmarks drive all of them) and
 nothing imports it; a static import here would put decoding below its own benchmarks and make a cycle.
 tests/test_layout.py allows the name BENCH_ENTRY in this module only.
+
+`python -m decoding export-html ...` is handed the same way to ui/teaching_cli.py (TEACHING_ENTRY): the
+replay file and the lesson are drawn by viz and told in the page's words (ui/story_about.py), both above
+decoding, which imports neither; `python -m decoding` stays the one command line a user learns.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ import importlib
 import sys
 
 BENCH_ENTRY = "bench.main"
+TEACHING_ENTRY = "ui.teaching_cli"
+TEACHING = ("export-html",)  # the subcommands handed to TEACHING_ENTRY
 
 
 def hand_to_bench(argv: list[str]) -> int:
@@ -26,3 +32,8 @@ def hand_to_bench(argv: list[str]) -> int:
               "which is not importable here: run from the repository's root", file=sys.stderr)
         return 2
     return int(entry.main(argv) or 0)
+
+
+def hand_to_teaching(argv: list[str]) -> int:
+    """`export-html ...` run by ui/teaching_cli.py, in this process."""
+    return int(importlib.import_module(TEACHING_ENTRY).main(argv) or 0)

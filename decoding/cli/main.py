@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from decoding.cli.handoff import hand_to_bench
+from decoding.cli.handoff import TEACHING, hand_to_bench, hand_to_teaching
 from decoding.models.kinds import CHOICES, built_in_kind
 from decoding.run.config import Branching, DecodeConfig, Sequences, parse_branching
 
@@ -37,6 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("train-head", help="train the embedded-head pair's draft head: `python -m bench train-head`",
                    add_help=False)
     sub.add_parser("bench", help="benchmarks (not tests): `python -m bench WHICH ...`", add_help=False)
+    sub.add_parser("export-html", help="a trace as one self-contained HTML replay file: export-html TRACE -o FILE",
+                   add_help=False)
     return parser
 
 
@@ -144,6 +146,8 @@ def _print_summary(config: DecodeConfig, s, kind: str | None) -> None:
 def main(argv: list[str]) -> int:
     if argv[:1] and argv[0] in HANDED_TO_BENCH:  # their own flags, parsed by bench
         return hand_to_bench(HANDED_TO_BENCH[argv[0]] + argv[1:])
+    if argv[:1] and argv[0] in TEACHING:  # drawn by viz in the page's words: ui/teaching_cli.py
+        return hand_to_teaching(argv)
     args = build_parser().parse_args(argv)
     return guarded(lambda: _dispatch(args))
 
