@@ -11,7 +11,9 @@ function counts as much as one at the top; imports under `if TYPE_CHECKING:` do 
 - bench (benchmarks, training, the app launched from outside) is the top: it may import app, ui, viz and
   decoding, and nothing imports bench; no module names a bench module in a string (a run-time import by
   name) except decoding/cli/handoff.py, which keeps `python -m decoding bench|train-head` working;
-- no import cycle anywhere (app.py <-> ui was one).
+- no import cycle anywhere (app.py <-> ui was one);
+- inside decoding.models: the lean and CUDA forwards and the TreeLM contract import no pair builder, head or hub
+  module (the pairs are built on them, never the other way).
 """
 
 from __future__ import annotations
@@ -38,6 +40,13 @@ FORBIDDEN = [
     ("viz", ("bench", "app")),
     ("ui", ("bench", "app")),
     ("app", ("bench",)),
+    # models/ by concern: the forward machinery (lean/, cuda/) and the contract know no pair, head or hub
+    ("decoding.models.lean", ("decoding.models.head", "decoding.models.embedded", "decoding.models.hub",
+                              "decoding.models.pairs", "decoding.models.cuda", "decoding.models.scoring")),
+    ("decoding.models.cuda", ("decoding.models.head", "decoding.models.embedded", "decoding.models.hub",
+                              "decoding.models.pairs", "decoding.models.scoring")),
+    ("decoding.models.treelm", ("decoding.models.hf_treelm", "decoding.models.lean", "decoding.models.cuda",
+                                "decoding.models.pairs")),
 ]
 HANDOFF = "decoding.cli.handoff"  # the one module allowed to name bench's entry in a string
 
@@ -175,6 +184,10 @@ def test_no_import_against_the_declared_direction():
         ("ui/controls.py", "def f():\n    from bench.local_app import ROOT", "ui.controls -> bench.local_app"),
         ("ui/controls.py", "import app", "ui.controls -> app"),
         ("app.py", "from bench import app_step", "app -> bench"),
+        ("decoding/models/lean/llama.py", "from decoding.models.head import weights",
+         "decoding.models.lean.llama -> decoding.models.head.weights"),
+        ("decoding/models/treelm.py", "from decoding.models.hf_treelm import HFTreeLM",
+         "decoding.models.treelm -> decoding.models.hf_treelm"),
     ],
 )
 def test_a_deliberately_wrong_import_is_caught(tmp_path, module, line, expected):
