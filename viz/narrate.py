@@ -8,6 +8,8 @@ so a new tree-level verifier's story is told without a change here.
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
 
 from decoding.run.schema import (
@@ -87,9 +89,66 @@ def test(step: StepRecord, visit: VisitRecord, t: TestRecord) -> str:
     who = f"candidate {t.candidate + 1}, {tok(t.text)}" if t.candidate >= 0 else f"the token {tok(t.text)}"
     verdict = "at or below" if t.passed else "above"
     outcome = "accepted" if t.passed else "rejected"
-    return (f"{at}, {who}: {t.label} = {num(t.numerator)} / {num(t.denominator)}, so the threshold "
+    label, words = told_label(step, visit, t)
+    return (f"{at}, {who}: {label} = {num(t.numerator)} / {num(t.denominator)}{words}, so the threshold "
             f"min(1, ·) = {num(t.threshold)}. The uniform draw u = {num(t.uniform)} is {verdict} it, "
             f"so {tok(t.text)} is {outcome}.")
+
+
+# A rule's test label "a(x)/b(x)" names the laws it divides. Residual-style symbols stand for p or q until
+# a rejection at the node changes them: told as p / q while they still are, in words where they first differ.
+RATIO = re.compile(r"^(\w+'?)\(x\)/(\w+'?)\(x\)$")
+STANDS_FOR = {"r": "p", "d": "q", "q'": "q"}
+SYMBOL_WORDS = {
+    "r": "r is the residual: the target's mass left after the rejections at this node so far, renormalised",
+    "d": "d is the law this candidate was drawn from: q without the candidates drawn before it",
+    "q'": "q' is q without the candidates already rejected",
+}
+
+
+def told_label(step: StepRecord, visit: VisitRecord, t: TestRecord) -> tuple[str, str]:
+    """(the test's label as the story tells it, words naming a symbol where it first differs from p or q).
+
+    r(x)/d(x) is told p(x)/q(x) while the residual is still p and the drawing law still q (nothing rejected
+    at this node yet: the numbers are p(x) and q(x) themselves); from the first test where r or d differs,
+    the symbol is kept and named in words once."""
+    match = RATIO.match(t.label)
+    if match is None:
+        return t.label, ""
+    parts, differed = [match.group(1), match.group(2)], set()
+    for earlier in visit.tests:
+        shown = _as_told(step, visit, earlier, parts, differed)
+        if earlier is t:
+            break
+    fresh = [SYMBOL_WORDS[s] for s in shown[2]]
+    words = f" ({'; '.join(fresh)}; here p(x) = {num(shown[3])}, q(x) = {num(shown[4])})" if fresh else ""
+    return f"{shown[0]}(x)/{shown[1]}(x)", words
+
+
+def _as_told(step: StepRecord, visit: VisitRecord, t: TestRecord, parts: list[str], differed: set[str]):
+    """One test's (numerator symbol, denominator symbol, symbols first differing at it, p(x), q(x));
+    `differed` collects the symbols already told as themselves at this node."""
+    p, q = _laws_at(step, visit, t)
+    told, first = [], []
+    for symbol, value, law in ((parts[0], t.numerator, p), (parts[1], t.denominator, q)):
+        if symbol in STANDS_FOR and symbol not in differed and law is not None:
+            if math.isclose(value, law, rel_tol=1e-9, abs_tol=1e-12):
+                told.append(STANDS_FOR[symbol])
+                continue
+            differed.add(symbol)
+            first.append(symbol)
+        told.append(symbol)
+    return told[0], told[1], first, p, q
+
+
+def _laws_at(step: StepRecord, visit: VisitRecord, t: TestRecord) -> tuple[float | None, float | None]:
+    """p(x) and q(x) of the tested token at the visited node (the drawn child's, else the node's top)."""
+    draws = step.nodes[visit.node].draws
+    if 0 <= t.candidate < len(draws):
+        child = step.nodes[draws[t.candidate]]
+        if child.token == t.token and child.p_token is not None and child.q_token is not None:
+            return child.p_token, child.q_token
+    return token_p(step.nodes[visit.node], t.token)
 
 
 def update(u: UpdateRecord) -> str:

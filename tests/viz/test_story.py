@@ -54,9 +54,52 @@ def test_each_test_is_told_with_its_numbers_and_outcome():
         text = narrate.test(step, visit, t)
         for x in (t.numerator, t.denominator, t.threshold, t.uniform):
             assert num(x) in text
-        assert f"candidate {t.candidate + 1}" in text and t.label in text
+        assert f"candidate {t.candidate + 1}" in text and narrate.told_label(step, visit, t)[0] in text
         assert ("is accepted" in text) == t.passed and ("is rejected" in text) == (not t.passed)
         assert ("at or below it" in text) == t.passed
+
+
+def test_a_ratio_is_told_as_p_over_q_until_the_residual_or_the_drawing_law_differs_then_named_once():
+    step = step_residual()  # RRS "r(x)/q(x)": at the root the first test's numbers are p(x), q(x) themselves
+    root = step.visits[0]
+    first, second = (narrate.test(step, root, t) for t in root.tests)
+    assert "p(x)/q(x) = 0.1 / 0.5" in first and "r(x)" not in first  # node 1: p = 0.1, q = 0.5
+    assert "p(x)/q(x) = 0.45 / 0.3" in second  # its numbers are still node 2's p and q
+    other = step.visits[1]  # at node 2 the second test's numerator (0.1) is p(x) = 0.1 of node 7 again
+    texts = [narrate.test(step, other, t) for t in other.tests]
+    assert all("p(x)/q(x)" in text for text in texts) and not any("residual:" in text for text in texts)
+
+
+def test_on_real_records_r_and_d_are_named_in_words_only_where_they_first_differ(toy_rrs_wor):
+    told_p_over_q = told_words = 0
+    for step in toy_rrs_wor:
+        for visit in step.visits:
+            named: set[str] = set()
+            for t in visit.tests:
+                text = narrate.test(step, visit, t)
+                child = step.nodes[step.nodes[visit.node].draws[t.candidate]]
+                if "p(x)/q(x)" in text:  # the numbers are exactly p(x) and q(x) of the tested token
+                    assert num(t.numerator) == num(child.p_token) and num(t.denominator) == num(child.q_token)
+                    told_p_over_q += 1
+                for symbol, words in (("r", "r is the residual"), ("d", "d is the law this candidate was drawn")):
+                    if words in text:
+                        assert symbol not in named, "a symbol is named once per node"
+                        named.add(symbol)
+                        told_words += 1
+                if "r(x)" in text:
+                    assert "r" in named  # told as r only once named
+    assert told_p_over_q >= 3 and told_words >= 2
+
+
+@pytest.fixture(scope="module")
+def toy_rrs_wor():
+    from decoding.models.pairs import load_pair
+    from decoding.run import engine
+    from decoding.run.config import Branching, DecodeConfig
+
+    config = DecodeConfig(verifier="rrs_wor", shape=Branching((3, 2)), seed=5, max_new_tokens=20, chat=False,
+                          temperature=1.0)
+    return engine.generate(load_pair("toy"), config, "the cat").steps
 
 
 def test_a_test_event_highlights_its_node_and_candidate_and_the_inspector_follows_the_node():
