@@ -35,20 +35,20 @@ MAX_SAMPLES = 20_000
 TRADEOFF_ALWAYS = ("greedy", "typical")  # the lossy baselines drawn beside fuzzy's curve whatever is checked
 SHAPE_FIELD = "tree shape"  # the shape box's label, named in its refusals (the CLI names its --tree flag)
 # The most tree nodes (drafted trees x nodes per tree, plus padded sequences: trees.enumeration_size) one
-# Certify may enumerate. Measured on a loaded 2-core CPU: 20-50 us per unit (certify walks the trees twice,
-# three times when lossy), so 1.3 s at 55k (rrs_wor 4,1), 1.8 s at 107k (rrs 3,2 on context3), 2.3 s at 45k
-# (traversal 1,1,1,1,1,1), 5.8 s at 197k (rrs 1,1,1,1,1,1,1), 8 s at 415k (rrs_wor 3,2): 100k keeps a Certify
-# to a few seconds, which matters because one running Certify holds the queue for every user. Tree shape
-# 4,4,4,4 on worked_example is ~1e201 trees: it had not finished after 204 s. The CLI keeps no limit.
+# Certify may enumerate. Certify walks the trees twice, three times when lossy, so its time grows with these
+# units; 100k keeps a Certify to a few seconds on a loaded 2-core CPU (docs/speed.md, "Measurements the code's
+# comments cite"), which matters because one running Certify holds the queue for every user. Tree shape
+# 4,4,4,4 on worked_example is ~1e201 trees: it did not finish when tried. The CLI keeps no limit.
 MAX_CERTIFY_WORK = 100_000
-# The trade-off walks each tree once per verifier (no Monte-Carlo, no worst-case pass: about 22 us per unit, half
-# a Certify's) and fuzzy once per threshold: the default (worked_example, 2,2, four verifiers, the two baselines,
-# fuzzy at 3 thresholds) is 156k units, 3.1 s; every verifier ticked at 2,2 is 256k, 5.6 s. 300k lets every
-# verifier draw at the default shape and holds the chart to about 7 s.
+# The trade-off walks each tree once per verifier (no Monte-Carlo, no worst-case pass: about half a Certify's
+# cost per unit) and fuzzy once per threshold: the default (worked_example, 2,2, four verifiers, the two baselines,
+# fuzzy at 3 thresholds) is 156k units; every verifier ticked at 2,2 is 256k. 300k lets every verifier draw at the
+# default shape and holds the chart to several seconds (docs/speed.md, "Measurements the code's comments cite").
 MAX_TRADEOFF_WORK = 300_000
 # The most Monte-Carlo draws (runs x verifiers) one node-level redraw may make: every verifier ticked at k = 2 with
-# 20,000 runs each took 38.6 s on a loaded 2-core CPU (about 0.1 ms a draw) and held the queue for every user;
-# 60,000 keeps a redraw to about 6 s (the defaults, 4 verifiers x 1,000 runs, are 4,000).
+# 20,000 runs each held the queue for every user for more than half a minute on a loaded 2-core CPU; 60,000 keeps
+# a redraw to a few seconds (docs/speed.md, "Measurements the code's comments cite"; the defaults, 4 verifiers x
+# 1,000 runs, are 4,000).
 MAX_NODE_DRAWS = 60_000
 
 

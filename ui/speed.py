@@ -86,7 +86,9 @@ def facts_of(session: Session, runs: RunCache | None, force: bool,
     # an imported trace has no live run: its shown records' exact sd-family acceptance is what is left
     known = seen.ones + missed if seen is not None else acceptance.known_from_records(session.steps, depth)
     greedy = config.temperature == 0  # trees of the draft's top-k (chooser.verifier_for)
-    widths = pair_acceptance.WIDTHS  # the calibration's; rrs_wor's A(3) and A(4): about 2 s on the sampled nodes
+    # the calibration's widths; rrs_wor's A(3) and A(4) on the sampled nodes take seconds (docs/speed.md,
+    # "Measurements the code's comments cite")
+    widths = pair_acceptance.WIDTHS
     fallback = cal.table(config.temperature)
     ratios = {k: v[0] / fallback.rates[1][0] for k, v in fallback.rates.items() if fallback.rates[1][0] > 0}
     if seen is not None and seen.ratio() is not None:

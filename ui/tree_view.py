@@ -54,8 +54,9 @@ def plotly_warmup() -> gr.Plot:
 
     Gradio imports plotly.js only when a page first shows a figure, and draws it a tick after the
     update: without this, the first Step's figures (download, parse, first draw) land inside the
-    second Step, about 1.3 s of a click that otherwise takes 0.3 s. Off-screen, not display:none
-    (visible="hidden"): a plot in a box of no size skips the text measuring a real draw does.
+    second Step, several times the rest of that click (docs/speed.md, "Measurements the code's comments
+    cite"). Off-screen, not display:none (visible="hidden"): a plot in a box of no size skips the text
+    measuring a real draw does.
     """
     return gr.Plot(warmup_figure(), show_label=False, elem_id="plotly-warmup", elem_classes="specscope-offscreen")
 

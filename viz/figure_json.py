@@ -1,8 +1,9 @@
 """A figure spec (a plain {"data", "layout"} dict) -> the JSON plotly.js draws, without go.Figure.
 
 `go.Figure(spec).to_json()` validates every property in Python; for the two figures the app redraws
-on every Step that was ~10 ms of the handler. `drawn(spec)` gives the same JSON (tests compare the
-parsed results): the spec as it is, plus the default template go.Figure would have attached.
+on every Step that was a visible part of the handler (docs/speed.md, "Measurements the code's comments
+cite"). `drawn(spec)` gives the same JSON (tests compare the parsed results): the spec as it is, plus the
+default template go.Figure would have attached.
 """
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ def node_spec(step: StepRecord, node_id: int, top_n: int = 10) -> dict:
         layout[axis].update(range=[0, 1], gridcolor="#EEEEEE", title={"text": "probability"})
     for axis in ("xaxis", "yaxis", "xaxis2", "yaxis2")[:2 * rows]:
         # Margins fixed, not grown to fit tick labels: automargin made the browser lay the figure
-        # out twice, half of its ~80 ms draw (measured in Chromium on this CPU, on every Step).
+        # out twice, half of its draw on every Step (docs/speed.md, "Measurements the code's comments cite").
         layout[axis].update(automargin=False)
     layout.update(title={"text": node_title(step, node, visit), "x": 0.01}, barmode="group",
                   height=260 + 170 * rows, margin={"l": 40, "r": 20, "t": 110, "b": 40},

@@ -42,9 +42,10 @@ class StepCosts:
     N = 1 is plain decoding's forward). draft: one draft forward over a level's N parent nodes. The rest of a
     step (warp, verify, commit, bookkeeping), paid by every step, also a target-alone one: overhead +
     overhead_per_row x N (warping each node's p and q is a softmax over the vocabulary: on a 2-core CPU the
-    rest grew from 1.2 ms at 1 row to 2.7 ms at 7). draft_first: what a drafted step's first draft forward costs
+    rest more than doubled from 1 row to 7). draft_first: what a drafted step's first draft forward costs
     beyond `draft` at 1 parent (a separate draft model first catches up on the tokens the last step committed:
-    the int8 self-draft's first level cost 29-30 ms where its later ones cost 26; about 0 for a draft head)."""
+    the int8 self-draft's first level cost a few ms more than its later ones; about 0 for a draft head).
+    Measured: docs/speed.md, "Calibration and the chooser (issue 26)"."""
 
     target: Curve
     draft: Curve

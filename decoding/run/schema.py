@@ -207,8 +207,8 @@ class _Bad(ValueError):
 
 @functools.cache
 def _builder(tp: Any) -> Callable[[Any], Any]:
-    """A checker-builder for type `tp`, made once per type (per-value type introspection is slow:
-    a 16 MB trace took 40 s that way)."""
+    """A checker-builder for type `tp`, made once per type (per-value type introspection is slow: a large trace
+    took tens of seconds that way; docs/speed.md, "Measurements the code's comments cite")."""
     if is_dataclass(tp):
         return _record_builder(tp)
     if get_origin(tp) is tuple:

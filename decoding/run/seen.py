@@ -4,7 +4,8 @@ A lazy-theory run keeps a step's p and q rows only until a view fills that step'
 two [V] float64 rows per visit are too much to keep for a whole run. The Speed view predicts every draft shape
 from the run's own exact acceptance, so `fill_theory` logs here, from the rows, before it lets them go: A(1)
 at each visited node (sd's sum min(p, q), O(V)) and, on WIDE_PER_STEP visits of the step, A(2), two candidates
-drawn without replacement (rrs_wor's; an enumeration, 4-8 ms a node at V = 49152 on a 2-core CPU). A greedy
+drawn without replacement (rrs_wor's; an enumeration, milliseconds a node at V = 49152 on a 2-core CPU:
+docs/speed.md, "Measurements the code's comments cite"). A greedy
 run (T = 0) logs the top-k rates instead, what the chooser's T = 0 trees accept (`top_k_rate`): sd's sum min(p, q)
 is that rate only for a one-hot q, and a top-k law's q at T = 0 is the draft's untempered law.
 """

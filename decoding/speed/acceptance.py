@@ -5,11 +5,12 @@ over the nodes (a deeper depth, seen on fewer nodes, shrunk toward the depth abo
 a depth-d node is visited only when depth d-1 accepted, so the mean is P(accept at d | d reached), the
 factor expected_tokens() multiplies. A(k, d) for k > 1 candidates drawn
 without replacement (rrs_wor) is exact per node too (theory.acceptance: an enumeration over draft
-prefixes, 4-9 ms a node at V = 49152 on a 2-core VM for k = 2, 34 and 54 ms for k = 3 and 4, where theory_wor
-sums the likeliest prefixes and samples the rest), so it is computed on a sample of the nodes (SAMPLED)
-and carried to every depth as the sample's mean ratio A(k) / A(1), capped at 1. The sample is 24 nodes, not
-fewer: on the embedded-head pair's calibration rows at T = 0.8, 6 nodes gave A(2, 1) = 0.52 where 24 gave
-0.44 and all 49 0.44, and the optimistic 0.52 made fastest() choose a tree that ran at 0.91x the target alone.
+prefixes, milliseconds a node at V = 49152 on a 2-core VM, several times that for k = 3 and 4: docs/speed.md,
+"Measurements the code's comments cite"; theory_wor sums the likeliest prefixes and samples the rest), so it is
+computed on a sample of the nodes (SAMPLED) and carried to every depth as the sample's mean ratio A(k) / A(1),
+capped at 1. The sample is 24 nodes, not fewer: on the embedded-head pair's calibration rows at T = 0.8, 6 nodes
+gave A(2, 1) = 0.52 where 24 gave 0.44 and all 49 0.44, and the optimistic 0.52 made fastest() choose a tree that
+ran at 0.91x the target alone.
 
 At T = 0 (greedy) the chooser's trees are the draft's top-k (chooser.verifier_for), so A(k, d) is the rate at
 which the target's argmax is among the draft's k best tokens: p(top-k(q)) with p one-hot (`top_k_rate`, the

@@ -231,8 +231,8 @@ def measure(pair, key: dict, progress: Progress, *, root: Path | None = None, fr
     else:
         notes.append(f"no lean CPU target ({target_words(pair)}): the stock products only")
     # every size timed again with the plan alone on: the method stage alternates methods, and there the chosen
-    # one's 2, 4 and 8 rows read 40-43 ms where a run, one method throughout, pays 34-35 (its 3 and 6 rows,
-    # timed here, read 34-35): good for ranking methods, biased for the curve
+    # one's 2, 4 and 8 rows read slower than a run, one method throughout, pays (docs/speed.md, "Calibration
+    # and the chooser (issue 26)"): good for ranking methods, biased for the curve
     progress(f"timing target forwards of 1 to {ROWS[-1]} rows with the plan")
     planned = target_curve(pair, prompt_ids, plan if lean is not None else None, forward=forward)
     pad, trials = {}, {}
@@ -279,8 +279,9 @@ def target_curve(pair, prompt_ids: list[int], plan: dict[int, str] | None, rows:
     """(rows, median ms) of one target forward over a chain of `rows` nodes on a cached context, each followed
     by the commit a step makes (root kept), with `plan` put on the lean target (None: the pair's forward as it
     is). Sizes in `known` (times already taken with this plan) are not timed again, and sizes
-    above FLAT_ROWS only while the curve is flat (on a 2-core CPU, 16 rows cost 1.4x one: timing 24 and 32 was
-    0.55 s of a calibration that should take under 10 s, for trees no choice takes there). One size at
+    above FLAT_ROWS only while the curve is flat (on a 2-core CPU's steep curve timing 24 and 32 rows was a
+    noticeable part of a calibration that should take under 10 s, for trees no choice takes there: docs/speed.md,
+    "Measurements the code's comments cite"). One size at
     a time, after one untimed call each: a run repeats one tree size, and MKL's packed products keep only a few
     row buckets packed (packed_linear.py), so interleaving sizes would time the repacking no run pays."""
     forward, known = forward or _Forwards(pair, prompt_ids), dict(known or {})
@@ -318,10 +319,12 @@ def method_table(pair, prompt_ids: list[int], methods: tuple[str, ...], rows: tu
     times it). A method that cannot be chosen is timed no further, at that size or any larger one: one whose
     untimed first forward costs more than 2 x DROP x the fastest first forward (the weight copies are made
     before, so a first forward is a forward), or whose first timed forward costs more than DROP x the fastest
-    one's. On a 2-core VM numpy's forward took 0.26 s against 35 ms: timing it everywhere would be a third of
-    the calibration. Stock, the baseline, is always timed."""
+    one's. On a 2-core VM numpy's forward took several times the others' (docs/speed.md, "Few-row products"):
+    timing it everywhere would be a third of the calibration. Stock, the baseline, is always timed."""
     forward = forward or _Forwards(pair, prompt_ids)
-    for method in methods:  # oneDNN's reorder (0.25 s once) is not a forward's cost
+    # oneDNN's reorder, made once here, is not a forward's cost (docs/speed.md, "Calibration and the chooser
+    # (issue 26)")
+    for method in methods:
         prepare_copies(getattr(forward, "lean", None), method)
     alive, table = list(methods), {}
     for n in rows:

@@ -5,7 +5,8 @@ token budget and the seeds, not on the CPU, its threads or the product plan (flo
 measured once per pair and read back for every machine key:
 - built-in pairs: shipped with specscope in assets/speed/acceptance.json, measured with
   `python -m bench calibrate --pair KIND --ship-acceptance`; a first calibration then times only the machine
-  (a calibration of the embedded-head pair: 8-11 s before, the acceptance runs being half of it);
+  (the acceptance runs had been about half of a calibration of the embedded-head pair: docs/speed.md,
+  "Calibration and the chooser (issue 26)");
 - any pair: in the user's cache (<specscope cache>/speed/acceptance-*.json) once measured.
 An entry is used only while its key matches: the pair's models (their names, where the embedded model came
 from, the draft head's weights digest), the prompts, the tokens, the depth and ACCEPTANCE_VERSION. Shipping

@@ -10,8 +10,8 @@ extends the choice to every row count up to PLAN_ROWS_MAX (`expand`: a row count
 largest measured size at or below it).
 
 Then padding (`pad_trials`, `kept_pads`): with the plan on, a forward of a few rows can cost more than one of a
-few more rows (a library's kernel choice: oneDNN's forward on a 2-core AMD EPYC VM took 34-42 / 41-43 / 32-34
-ms for 1 / 2 / 4 rows, and 30 / 31 ms for 1 / 2 rows run as 4, zero rows added: models/few_rows.py). So each
+few more rows (a library's kernel choice: oneDNN's forward of 1 or 2 rows cost more than one of 4 rows, and
+less again run as 4, zero rows added: models/few_rows.py; docs/speed.md, "Few-row products"). So each
 timed size up to PADDED_ROWS_MAX is tried run as the cheapest larger timed size up to PAD_TO_MAX, where
 that one was timed at most PAD_TRY dearer (a padded forward costs less than the larger size itself: attention
 and the norms see the real rows only); the calibration times the tried forward against the unpadded one,

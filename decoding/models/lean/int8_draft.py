@@ -1,9 +1,10 @@
 """The int8 self-draft of a llama-style target as a lean forward: same function, half the time.
 
-Why: on the 2-core CPU the int8 self-draft (embedded/self_draft.py) ran a cached one-token forward
-in ~48 ms against the float32 target's ~57 ms, while its arithmetic is a third of the target's. The
-rest was overhead: 180 quantized Linear modules per token (each quantizes its input again), the
-transformers layer stack, and a DynamicCache that concatenates every layer's keys and values per call.
+Why: on the 2-core CPU the int8 self-draft (embedded/self_draft.py) ran a cached one-token forward in
+nearly the float32 target's time, while its arithmetic is a third of the target's (docs/speed.md,
+"Measurements the code's comments cite"). The rest was overhead: 180 quantized Linear modules per token
+(each quantizes its input again), the transformers layer stack, and a DynamicCache that concatenates every
+layer's keys and values per call.
 
 `LeanInt8Llama` computes the SAME draft law (q): int8 per-output-channel weights with dynamic int8
 activations on every projection but down_proj (float32), from the target's own weights, through the

@@ -1,10 +1,9 @@
 """A few-row product that reads each weight once (native_rows.c), compiled on the machine that runs it.
 
 Why: at this model's size a CPU product is bound by reading the weight. BLAS few-row GEMMs re-pack or re-read
-it: with one thread on a 2-core AMD EPYC VM, numpy's OpenBLAS took 22.4 ms for one row through every product
-of SmolLM2-135M and 56.6 ms for 4 rows; oneDNN took 29.9 ms for 4 rows and 38 ms for one. The kernel in
-native_rows.c streams a panel copy of each weight once for up to 6 rows (docs/speed.md, "A product compiled
-here").
+it: with one thread, numpy's OpenBLAS took more than twice as long for 4 rows as for one, and oneDNN, flatter
+in the rows, cost more than numpy at one row. The kernel in native_rows.c streams a panel copy of each weight
+once for up to 6 rows (docs/speed.md, "Few-row products", its table under "A product compiled here").
 
 It is compiled from the shipped C source with the machine's C compiler (`$CC`, else `cc`), for AVX2 + FMA and
 with OpenMP where the compiler has it (a product's panels shared out on the OpenMP runtime torch loaded, whose

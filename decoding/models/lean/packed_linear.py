@@ -4,8 +4,9 @@ Why: a verify forward multiplies a few rows (the tree's N nodes) by every weight
 MKL's GEMM for 4..64 rows re-packs the whole weight matrix on every call and costs 1.5-3x a one-row
 product (docs/speed.md, "Cost of one target forward on a CPU"): that, not the arithmetic, is what made a
 5-row verify cost 2x a decode step. MKL can pack a weight once for a given row count (`cblas_sgemm_pack`, exposed as
-`torch.ops.mkl._mkl_reorder_linear_weight`); the product then reads the packed copy directly.
-Measured on the 2-core CPU, SmolLM2-135M, one tree forward: 5 rows 79 -> 60 ms, 22 rows 158 -> 77 ms.
+`torch.ops.mkl._mkl_reorder_linear_weight`); the product then reads the packed copy directly. On the 2-core
+CPU it cut a 5-row tree forward of SmolLM2-135M by a quarter and a 22-row one by half (docs/speed.md,
+"Measurements the code's comments cite").
 
 A packed copy serves one row count, so rows are padded with zeros up to a bucket (BUCKETS) and the
 extra rows are dropped: rows are independent, so the kept rows are the same product (float rounding
@@ -26,8 +27,8 @@ from contextlib import contextmanager
 import torch
 
 BUCKETS = (4, 8, 16, 32, 64)  # padded row counts a weight is packed for
-MIN_ROWS = 4  # fewer rows keep F.linear: measured cheaper for 2 and 3 rows (47 vs 56 ms, 53 vs 59 ms per
-# forward of the lean target, `python -m bench forwards`), packing wins from 4 rows on (59 vs 86 ms)
+MIN_ROWS = 4  # fewer rows keep F.linear: measured cheaper for 2 and 3 rows per forward of the lean target
+# (`python -m bench forwards`), packing wins from 4 rows on (docs/speed.md, "Measurements the code's comments cite")
 MAX_PACKS = 3  # packed copies kept per weight (each one the size of the weight)
 _ACTIVE = contextvars.ContextVar("specscope_packed_products", default=False)
 

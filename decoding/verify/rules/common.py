@@ -148,8 +148,8 @@ class Rows:
     Why: a chain keeps a residual (and a draft law) per rejected test, because its verdict shows them,
     so every row must be new memory. Allocated one by one, each [V] float64 row (393 kB at V = 49152)
     is a separate large allocation; where the allocator hands freed memory back to the system (a fresh
-    process such as `bench verifiers`), its pages fault in afresh per node, which cost more than the
-    arithmetic (V = 49152: ~0.1-0.2 ms per row against ~0.03 ms). One block per node is one
+    process such as `bench verifiers`), its pages fault in afresh per node, which cost several times the
+    arithmetic (docs/speed.md, "Measurements the code's comments cite"). One block per node is one
     allocation (large enough for huge pages); untouched rows cost nothing. Where freed memory is kept
     (a warm process) both ways cost the same. Rows beyond `count` fall back to separate tensors. A row
     is a view: it keeps the whole block alive while any row lives.

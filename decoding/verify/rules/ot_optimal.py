@@ -41,7 +41,9 @@ from decoding.verify.rules.common import Event, Final, Test, Update, ratio_test,
 from decoding.verify.sampling import final_residual
 from decoding.verify.theory.optimal import optimal_acceptance
 
-MAX_LP_VARIABLES = 60_000  # accept variables, at most k per multiset; HiGHS solves this many in ~1 s on a CPU
+# accept variables, at most k per multiset; HiGHS solves this many in about a second on a CPU (docs/speed.md,
+# "Measurements the code's comments cite")
+MAX_LP_VARIABLES = 60_000
 PLAN_CACHE = 64  # node plans kept (a tree has at most MAX_NODES nodes; the lab revisits each node many times)
 
 

@@ -54,8 +54,8 @@ def _root(p: torch.Tensor, q: torch.Tensor, k: int) -> tuple[float, tuple[torch.
 
     One fresh [V] buffer: w = p/q, then (same memory) the bucket index, then min(q, p/rho) and the residual
     (fresh memory costs page faults, more than the arithmetic). Everything of bucket or breakpoint size
-    runs in numpy (a torch op costs ~10 us here whatever its size; torch.nonzero on a [V] mask ~10x
-    np.flatnonzero)."""
+    runs in numpy (a torch op has a fixed cost here whatever its size, and torch.nonzero on a [V] mask costs
+    about ten times np.flatnonzero: docs/speed.md, "Measurements the code's comments cite")."""
     if k == 1:
         return 1.0, None  # f <= 0 on [1, k]
     w = q.clamp(min=1e-300)  # [V] our buffer

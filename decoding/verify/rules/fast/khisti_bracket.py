@@ -9,7 +9,8 @@ centres, and f(s) = a/(a+s) is decreasing:
 the same function of the CENTRE law, whose moments beyond the 0th are exactly 0 (sigma = 0 at a centre): one
 scatter of q by bin and one transform (`node_weights`) instead of the offsets, 7 more scatters and the
 correlations. g(b) is then the fit's own trapezoid sum taken at b directly, g_inf + STEP sum_i W_i y_i e^{-y_i},
-y_i = b t_i over the T ~ 270 nodes t_i (numpy, ~10 us: no per-bin coefficients, no Taylor expansion).
+y_i = b t_i over the T ~ 270 nodes t_i (numpy, one short vector pass: no per-bin coefficients, no Taylor expansion;
+docs/speed.md, "Measurements the code's comments cite").
 The bounds are widened by REL and ABS, far above the quadrature's ~1e-13, so they hold the fit's own number
 (`Fit.at`, the exact test's denominator) too. Their ratio is at most about LAMBDA^2 ~ 1.04 (median 1.017 over
 random tokens at V = 49152): a test is undecided only when its uniform falls in that window of the threshold (in

@@ -207,14 +207,16 @@ def special_at(q_y: float, w_y: float, k: int, g_inf: float) -> float:
 
 
 def _indices(mask: torch.Tensor) -> torch.Tensor:
-    """[n] int64 positions where the [V] bool mask holds: numpy's flatnonzero, ~10x faster than torch.nonzero on
-    a CPU tensor (30 vs 320 us at V = 49152, one thread); shares no memory with the mask."""
+    """[n] int64 positions where the [V] bool mask holds: numpy's flatnonzero, about ten times faster than
+    torch.nonzero on a CPU tensor (docs/speed.md, "Measurements the code's comments cite"); shares no memory with
+    the mask."""
     return torch.from_numpy(np.flatnonzero(mask.numpy()))
 
 
 def _special(w: torch.Tensor, extremes: tuple[float, float] | None = None) -> tuple[torch.Tensor, float, float]:
     """[s] token ids with weight 0 or above W_HI, and the least and largest weight. One aminmax pass (none when
-    the extremes are given) settles the usual case (none) without the mask and nonzero scan (~0.1 ms at V = 49152)."""
+    the extremes are given) settles the usual case (none) without the mask and nonzero scan
+    (docs/speed.md, "Measurements the code's comments cite")."""
     lo, hi = extremes if extremes is not None else (float(v) for v in torch.aminmax(w))
     if lo > 0 and hi <= W_HI:
         return torch.empty(0, dtype=torch.long), lo, hi

@@ -179,7 +179,8 @@ def residual_token(p: torch.Tensor, law: InducedLaw, generator: torch.Generator,
 
     Exact: a kept proposal has the residual law ((p - r)_+(x) / (1 - alpha) each time), and the caller, after
     the misses, draws from the built residual: a mixture of one law. Expected proposals 1 / sum (p - r)_+, one
-    `at` each (~10 us against ~1 ms for the residual at V = 49152). One difference from the built law: where
+    `at` each, about a hundredth of building the residual at V = 49152 (docs/speed.md, "Measurements the code's
+    comments cite"). One difference from the built law: where
     (p - r)_+ holds <= EPS_MASS the built residual falls back to p; proposals are then almost never kept, and
     reaching this draw at all has probability sum (p - r)_+ <= EPS_MASS, so the emitted law moves by <= 1e-12."""
     cdf = torch.cumsum(p, dim=0)  # [V]

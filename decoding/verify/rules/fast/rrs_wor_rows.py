@@ -69,7 +69,9 @@ class _Undrawn:
 
     def __init__(self, q: torch.Tensor) -> None:
         self.q, self.base, self.scale = q, q, 1.0  # [V], [V]
-        self.q_np = q.numpy()  # [V] a view: scalar reads cost ~0.2 us there, ~2 us through torch
+        # scalar reads through a numpy view cost about a tenth of reads through torch (docs/speed.md,
+        # "Measurements the code's comments cite")
+        self.q_np = q.numpy()  # [V] a view
         self.drawn: set[int] = set()
         self.mass: float | None = None  # q's mass on the undrawn tokens (summed at the first draw)
 
@@ -129,7 +131,9 @@ class _Residual:
         else:
             out = self.u
         self.u = torch.sub(self.u, base, alpha=scale * self.total, out=out).clamp_(min=0.0)
-        for x, value in self.frozen.items():  # scalar numpy writes: ~0.1 us each (index_put ~30)
+        # scalar numpy writes: each a small fraction of one index_put (docs/speed.md, "Measurements the code's
+        # comments cite")
+        for x, value in self.frozen.items():
             self.u_np[x] = value
 
     def settle(self, total: float) -> None:
