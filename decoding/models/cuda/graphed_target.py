@@ -1,9 +1,9 @@
 """The target of a llama-style model on a GPU: the lean forward with its calls replayed from CUDA graphs.
 
 Why: a 135M-parameter model is far too small to keep a GPU busy. Through transformers one forward
-launches ~1000 small kernels from Python and takes ~15-17 ms on an H100/H200 whatever the rows; the
-arithmetic takes well under 1 ms. A CUDA graph records one call's kernels once and replays them with
-one launch: 3.2 ms for one row on an H100 (docs/speed.md, "Measured on a GPU with CUDA graphs").
+launches ~1000 small kernels from Python, and on an H100/H200 the launches, not the arithmetic, set its time
+whatever the rows. A CUDA graph records one call's kernels once and replays them with one launch: about a
+fifth of the time for one row on an H100 (docs/speed.md, "Measured on a GPU with CUDA graphs").
 `GraphedLlama` runs the shared lean forward (lean_llama.py: the model's norms and rotary; q/k/v and
 gate/up fused into one product each on stacked weight copies, or, for a large model, three and two
 products on its own weights) on a `Slots` buffer (slot_cache.py) and captures one graph per rows bucket
