@@ -19,6 +19,7 @@ from pathlib import Path
 
 import gradio as gr
 
+from decoding.lab.museum import MUSEUM_DIR
 from decoding.models.hub import space
 from decoding.verify.registry import VERIFIERS
 from ui import (
@@ -31,6 +32,7 @@ from ui import (
     inspector,
     lab,
     links,
+    museum,
     page_leave,
     run_stats,
     speed,
@@ -116,6 +118,7 @@ def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = (),
                 lab.build(VERIFIERS)
             with gr.Tab("Speed", id="speed"):
                 fast = speed.build()
+            exhibits = museum.build()
             help.build()
         views = Views(state, panel.status, [tree, nodes, stats, versus, told], controls=panel.widgets,
                       options=versus.options(), caps=caps)
@@ -129,6 +132,7 @@ def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = (),
         changes += trace_io.wire(views, traces, runs, default, decode_queue)
         compare.wire(views, versus, decode_queue)
         speed.wire(fast, state, runs, decode_queue)
+        museum.wire(exhibits, panel.widgets)
         run_stats.wire_lazy(views, stats, tabs, changes, runs)
         api_tools.register(caps)  # API-only endpoints (the MCP tools)
         demo.unload(page_leave.leave_handler(runs, demo))
@@ -162,6 +166,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "(= python -m bench step --pair P --clicks N)")
     parser.add_argument("--verifier-file", action="append", default=[], metavar="PATH",
                         help="a local Python file with your own verifier (README); repeatable; registered at launch")
+    parser.add_argument("--museum", action="store_true",
+                        help="register the museum's buggy rules (assets/museum/*.py) as custom verifiers, so the "
+                             "Museum tab can open them on a live step")
     parser.add_argument("--mcp", action=argparse.BooleanOptionalAction, default=space.on_space(),
                         help="also serve the MCP server (its tools: " + ", ".join(endpoints.TOOLS)
                              + "); on by default on a Hugging Face Space")
@@ -194,6 +201,8 @@ def main(argv: list[str] | None = None) -> None:
     from decoding.lab.custom import register_files
 
     _, notices = register_files(args.verifier_file, VERIFIERS)  # explicit, once, before serving anyone
+    if args.museum:  # the exhibits a probe refuses (a NaN law) stay out, as intended: no notice
+        register_files([str(path) for path in sorted(MUSEUM_DIR.glob("*.py"))], VERIFIERS)
     for notice in notices:
         logging.getLogger("specscope.app").warning(notice)
     runs = RunCache()  # the app's live runs; the preload reads whether anyone stepped while it calibrated

@@ -12,7 +12,10 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("ui", "viz", "decoding", "bench")
 DOCS = (ROOT / "README.md", ROOT / "ARCHITECTURE.md", *sorted((ROOT / "docs").glob("*.md")))
 SKIP = {".git", ".venv", "output", "__pycache__", ".pytest_cache", ".ruff_cache"}
-ELSEWHERE = {"simulation.py", "algorithm.py", "algorithm_clean.py"}  # files of the HSD authors' repository
+ELSEWHERE = {"simulation.py", "algorithm.py", "algorithm_clean.py",  # files of the HSD authors' repository
+             "cactus/cactus.py",  # the Cactus authors' (docs/verifiers.md §18)
+             "mlx_lm/generate.py", "rejection_sampler_utils.py", "vllm/v1/worker/gpu/spec_decode/rejection_sampler.py",
+             "vllm/v1/worker/gpu/spec_decode/rejection_sampler_utils.py", "ssd/utils/verify.py"}  # engines' (§19, §20)
 CONTINUATION = 20  # a tree line indented this far continues the description above it
 
 

@@ -34,6 +34,10 @@ def build_parser() -> argparse.ArgumentParser:
     from decoding.cli.certify import add_flags as add_certify_flags
 
     add_certify_flags(cert)
+    mus = sub.add_parser("museum", help="real speculative-decoding bugs, each reproduced exactly (exit 0 all hold)")
+    from decoding.cli import museum as museum_cli
+
+    museum_cli.add_flags(mus)
     sub.add_parser("train-head", help="train the embedded-head pair's draft head: `python -m bench train-head`",
                    add_help=False)
     sub.add_parser("bench", help="benchmarks (not tests): `python -m bench WHICH ...`", add_help=False)
@@ -163,6 +167,10 @@ def _dispatch(args) -> int:
         from decoding.cli.certify import run as run_certify
 
         return run_certify(args)
+    if args.command == "museum":
+        from decoding.cli import museum as museum_cli
+
+        return museum_cli.run(args)
     raise AssertionError(f"unhandled command {args.command!r}")
 
 
