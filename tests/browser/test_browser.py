@@ -10,6 +10,7 @@ import urllib.request
 
 import pytest
 
+from tests.browser.waits import wait_status, wait_step
 from tests.served import OUTPUT, ROOT, open_tab, opened
 
 pytestmark = pytest.mark.browser
@@ -54,11 +55,11 @@ def test_a_step_lays_each_figure_out_once(page):
     page.wait_for_function("() => window.Plotly", timeout=30_000)
     page.evaluate(COUNT_LAYOUTS)
     page.click("#step-btn")
-    page.wait_for_function("document.querySelector('#status')?.innerText.includes('Step 1 of 1')", timeout=60_000)
+    wait_step(page, 1)
     page.wait_for_timeout(500)  # a resize relayout comes 100 ms after a draw
     page.evaluate("() => { window.__layouts = {}; }")  # the first Step also draws the page's first figures
     page.click("#step-btn")
-    page.wait_for_function("document.querySelector('#status')?.innerText.includes('Step 2 of 2')", timeout=60_000)
+    wait_step(page, 2)
     page.wait_for_timeout(500)
     assert page.evaluate("() => window.__layouts") == {"tree-plot": 1, "node-plot": 1}
 
@@ -67,22 +68,21 @@ def test_steps_are_not_kept_in_the_browsers_storage(page):
     """gradio 6's run history kept every event's inputs and outputs (each Step's figures) in localStorage,
     parsed and rewritten on every click, so a Step got slower the longer a session ran."""
     page.click("#step-btn")
-    page.wait_for_function("document.querySelector('#status')?.innerText.includes('Step')", timeout=60_000)
+    wait_status(page, "Step")
     keys = page.evaluate("() => Object.keys(window.localStorage).filter(k => k.startsWith('gradio:run-history'))")
     assert keys == []
 
 
 def test_step_draws_the_tree_and_the_screenshot_is_saved(page):
     page.click("#reset-btn")
-    page.wait_for_function("document.querySelector('#status')?.innerText.includes('Reset')", timeout=30_000)
+    wait_status(page, "Reset", timeout_ms=30_000)
     for n in (1, 2, 3):
         page.click("#step-btn")
-        page.wait_for_function(f"document.querySelector('#status')?.innerText.includes('Step {n} of {n}')",
-                               timeout=60_000)
+        status = wait_step(page, n)
+    assert status.splitlines()[-1] == "Machine details"  # closed: the dtype and products stay one click away
     page.wait_for_selector("#tree-plot .scatterlayer .point", timeout=30_000)
     assert page.locator("#tree-plot .scatterlayer .point").count() >= 4  # root, drafts, emitted token
     assert page.locator("#node-plot .barlayer .point").count() > 0
-    assert "Step 3 of 3" in page.inner_text("#status")
     # plotly's drag layer covers the markers, so hover by moving the mouse onto one: the lowest
     # marker in the left half, whose label then covers little of the tree in the screenshot
     page.locator("#tree-plot").scroll_into_view_if_needed()
@@ -107,7 +107,7 @@ def test_the_slider_replays_an_earlier_step(page):
     box = page.locator("#step-slider input[type=number]")
     box.fill("1")
     box.press("Enter")
-    page.wait_for_function("document.querySelector('#status')?.innerText.includes('Step 1 of 3')", timeout=30_000)
+    wait_status(page, "Step 1 of 3", timeout_ms=30_000)
     page.wait_for_selector("#tree-plot .scatterlayer .point", timeout=30_000)
 
 
@@ -115,27 +115,24 @@ def test_a_bad_tree_shape_shows_a_message_and_the_page_stays_up(page):
     box = page.get_by_label("children per node at each depth")
     box.fill("3,banana")
     page.click("#step-btn")
-    page.wait_for_function("document.querySelector('#status')?.innerText.includes('⚠️')", timeout=30_000)
-    assert "comma-separated positive integers" in page.inner_text("#status")
+    assert "comma-separated positive integers" in wait_status(page, "⚠️", timeout_ms=30_000)
     box.fill("3,2")
     page.click("#step-btn")
-    page.wait_for_function("document.querySelector('#status')?.innerText.includes('Step 1 of 1')",
-                           timeout=60_000)
+    wait_step(page, 1)
 
 
 def test_run_streams_to_the_end_and_the_slider_replays(page):
     page.click("#reset-btn")
-    page.wait_for_function("document.querySelector('#status')?.innerText.includes('Reset')", timeout=30_000)
+    wait_status(page, "Reset", timeout_ms=30_000)
     page.click("#run-btn")
-    page.wait_for_function("document.querySelector('#status')?.innerText.includes('finished (')", timeout=120_000)
-    status = page.inner_text("#status")
+    status = wait_status(page, "finished (", timeout_ms=120_000)
     assert "Step " in status and "Traceback" not in page.content()
 
 
 def test_export_then_import_through_the_page(page, tmp_path):
     page.click("#reset-btn")
     page.click("#step-btn")
-    page.wait_for_function("document.querySelector('#status')?.innerText.includes('Step 1 of 1')", timeout=60_000)
+    wait_step(page, 1)
     open_tab(page, "Trace: export / import")
     page.click("#export-btn")
     link = page.wait_for_selector("#trace-file a[href]", timeout=30_000)
@@ -146,8 +143,7 @@ def test_export_then_import_through_the_page(page, tmp_path):
     saved = tmp_path / "trace.json"
     saved.write_bytes(body)
     page.click("#reset-btn")
-    page.wait_for_function("document.querySelector('#status')?.innerText.includes('Reset')", timeout=30_000)
+    wait_status(page, "Reset", timeout_ms=30_000)
     page.set_input_files("input[type=file][accept='.json']", str(saved))  # the UploadButton's input
-    page.wait_for_function("document.querySelector('#status')?.innerText.includes('Imported a trace of 1 steps')",
-                           timeout=30_000)
+    wait_status(page, "Imported a trace of 1 steps", timeout_ms=30_000)
     assert page.locator("#tree-plot .scatterlayer .point").count() >= 2

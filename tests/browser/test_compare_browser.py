@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from tests.browser.waits import wait_status, wait_step, wait_text
 from tests.served import OUTPUT, open_tab, opened
 
 pytestmark = pytest.mark.browser
 FOUR = ["spectr", "pointmass", "hu_greedy", "rrs"]  # with the run verifier rrs_wor: five columns
-
-
-def status_has(page, text: str, timeout: int = 60_000) -> None:
-    page.wait_for_function(f"document.querySelector('#status')?.innerText.includes({text!r})", timeout=timeout)
 
 
 @pytest.fixture(scope="module")
@@ -41,16 +38,14 @@ def test_four_verifiers_on_one_step_are_drawn(page):
     pick(page, FOUR)
     assert page.locator("#compare-verifiers .token").count() == 4
     page.click("#step-btn")
-    status_has(page, "Step 1 of 1")
+    wait_step(page, 1)
     page.wait_for_selector("#compare-multiples .scatterlayer .point", timeout=30_000)
     shown = page.locator("#compare-multiples .annotation-text").evaluate_all(  # each column's title: its key in bold
         "els => els.filter(e => e.textContent.includes('E[tokens]'))"
         ".map(e => e.querySelector(\"tspan[style*='bold']\").textContent)")
     assert shown == ["rrs_wor", *FOUR]
     assert "1 target forward" in page.inner_text("#compare-note")
-    page.wait_for_function("document.querySelector('#compare-table')?.innerText.includes('hu_greedy')",
-                           timeout=30_000)
-    table = page.inner_text("#compare-table")
+    table = wait_text(page, "#compare-table", "hu_greedy", timeout_ms=30_000)
     assert all(key in table for key in ["rrs_wor", *FOUR]) and ("accepted draw" in table or "residual" in table)
     assert page.locator("#compare-laws .barlayer .point").count() > 0
     assert "Traceback" not in page.content()
@@ -63,5 +58,4 @@ def test_four_verifiers_on_one_step_are_drawn(page):
 def test_a_disallowed_verifier_shows_a_warning(page):
     pick(page, ["spechub"])
     page.click("#step-btn")
-    status_has(page, "⚠️", timeout=30_000)
-    assert "spechub" in page.inner_text("#status")
+    assert "spechub" in wait_status(page, "⚠️", timeout_ms=30_000)

@@ -9,6 +9,7 @@ import urllib.request
 
 import pytest
 
+from tests.browser.waits import wait_status, wait_step
 from tests.served import open_tab, opened
 
 pytestmark = pytest.mark.browser
@@ -17,8 +18,7 @@ pytestmark = pytest.mark.browser
 def steps(page, first: int, last: int) -> None:
     for n in range(first, last + 1):
         page.click("#step-btn")
-        page.wait_for_function(f"document.querySelector('#status')?.innerText.includes('Step {n} of {n}')",
-                               timeout=60_000)
+        wait_step(page, n)
 
 
 def exported(page) -> dict:
@@ -44,8 +44,7 @@ def test_steps_after_an_import_continue_the_trace(browser, app_url, tmp_path):
         prompt.fill("the dog")
         open_tab(page, "Trace: export / import")
         page.set_input_files("input[type=file][accept='.json']", str(saved))
-        page.wait_for_function("document.querySelector('#status')?.innerText.includes('re-ran them here')",
-                               timeout=60_000)
+        wait_status(page, "re-ran them here")
         assert prompt.input_value() == first["prompt"]  # the controls are the trace's again
         steps(page, 4, 6)
         after = exported(page)

@@ -4,15 +4,18 @@ probability, the bars are redrawn. Screenshots: tests/output/lab_preset.png and 
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
+from tests.browser.waits import wait_text, wait_value
 from tests.served import OUTPUT, ROOT, TOY, open_tab, opened, served
 
 pytestmark = pytest.mark.browser
 PLOT = "#lab-node-plot .js-plotly-plot"
-FIRST_BARS = f"() => {{ const el = document.querySelector('{PLOT}'); return el && JSON.stringify(el.data[0].y); }}"
+# the first trace's bars once the plot's status tracker is hidden (nothing pending) and plotly has drawn them
+IDLE_BARS = f"""() => {{ const t = document.querySelector('#lab-node-plot [data-testid=status-tracker]');
+  const el = document.querySelector('{PLOT}');
+  return (!t || t.classList.contains('hide')) && document.querySelector('{PLOT} .barlayer .point')
+    ? Array.from(el.data[0].y) : null; }}"""
 
 
 @pytest.fixture(scope="module")
@@ -30,22 +33,19 @@ def page(browser, lab_app):
         yield page
 
 
-def _bars(page) -> list[float]:
-    return json.loads(page.evaluate(FIRST_BARS))
+def _wait_idle(page) -> list[float]:
+    """Until the plot's status tracker is hidden (no computation pending) and plotly has drawn its bars; the first
+    trace's bars then, as that wait saw them."""
+    bars = wait_value(page, IDLE_BARS)
+    page.wait_for_timeout(500)  # plotly's drawing settled, for the screenshots
+    return bars
 
 
-def _wait_idle(page) -> None:
-    """Until the plot's status tracker is hidden (no computation pending) and plotly has drawn its bars."""
-    page.wait_for_function("() => { const t = document.querySelector('#lab-node-plot [data-testid=status-tracker]');"
-                           " return !t || t.classList.contains('hide'); }", timeout=60_000)
-    page.wait_for_selector(f"{PLOT} .barlayer .point", timeout=30_000)
-    page.wait_for_timeout(500)
-
-
-def _wait_bars(page, n: int, first: float | None = None) -> None:
+def _wait_bars(page, n: int, first: float | None = None) -> list[float]:
+    """Until the first trace has `n` bars (the first `first`); those bars, as the wait saw them."""
     check = f"el.data[0].y.length == {n}" + ("" if first is None else f" && Math.abs(el.data[0].y[0] - {first}) < 1e-9")
-    page.wait_for_function(f"() => {{ const el = document.querySelector('{PLOT}'); return el && {check}; }}",
-                           timeout=60_000)
+    return wait_value(page, f"() => {{ const el = document.querySelector('{PLOT}'); "
+                            f"return el && {check} ? Array.from(el.data[0].y) : null; }}")
 
 
 def test_a_bad_verifier_file_is_reported_and_the_built_ins_served(lab_app, page):
@@ -63,8 +63,7 @@ def test_preset_then_one_edit_redraws_the_bars(page):
     page.click("#lab-preset input")
     page.get_by_role("option", name="context3").click()
     _wait_bars(page, 3, 0.5)  # context3's root p = [.5, .3, .2]
-    _wait_idle(page)
-    assert _bars(page) == pytest.approx([0.5, 0.3, 0.2])
+    assert _wait_idle(page) == pytest.approx([0.5, 0.3, 0.2])
     page.locator("#lab-node-plot").screenshot(path=str(OUTPUT / "lab_preset.png"))
     page.screenshot(path=str(OUTPUT / "lab_preset_page.png"), full_page=True)
     cell = page.locator('#lab-table [data-testid="cell-0-1"]')  # p of the first token
@@ -73,8 +72,7 @@ def test_preset_then_one_edit_redraws_the_bars(page):
     page.keyboard.type("0.9")
     page.keyboard.press("Enter")
     _wait_bars(page, 3, 0.9 / 1.4)  # renormalised: [.9, .3, .2] / 1.4
-    _wait_idle(page)
-    assert _bars(page) == pytest.approx([0.9 / 1.4, 0.3 / 1.4, 0.2 / 1.4])
+    assert _wait_idle(page) == pytest.approx([0.9 / 1.4, 0.3 / 1.4, 0.2 / 1.4])
     assert "summed to 1.4; normalised" in page.inner_text("#lab-notes")
     colors = page.evaluate(f"() => document.querySelector('{PLOT}').data"
                            ".filter(t => t.name == 'exact output law').map(t => t.marker.color)")
@@ -89,9 +87,7 @@ def test_sequence_level_certify_shows_a_lossy_verifier_off(page):
     page.click("#lab-seq-verifier input")
     page.get_by_role("option", name="typical [lossy]").click()
     page.click("#lab-certify-btn")
-    page.wait_for_function("() => document.querySelector('#lab-seq-md')?.innerText.includes('NOT lossless')",
-                           timeout=60_000)
-    assert "worst case" in page.inner_text("#lab-seq-md")
+    assert "worst case" in wait_text(page, "#lab-seq-md", "NOT lossless")
     page.wait_for_selector("#lab-seq-plot .js-plotly-plot .barlayer .point", timeout=30_000)
     page.wait_for_timeout(500)
     page.locator("#lab-seq-plot").screenshot(path=str(OUTPUT / "lab_sequence.png"))
@@ -110,10 +106,9 @@ def test_lossy_tradeoff_chart_draws_fuzzy_and_the_zero_line(page):
     page.fill("#lab-shape textarea", "2,2")
     page.click("#lab-tradeoff-btn")
     plot = "#lab-tradeoff-plot .js-plotly-plot"
-    page.wait_for_function(f"() => {{ const el = document.querySelector('{plot}'); return el && el.data && "
-                           "el.data.some(t => t.name == 'lossy'); }", timeout=120_000)
-    data = page.evaluate(f"() => document.querySelector('{plot}').data.map(t => ({{name: t.name, x: t.x, y: t.y, "
-                         "text: t.text, group: t.legendgroup}))")
+    data = wait_value(page, f"() => {{ const el = document.querySelector('{plot}'); return el && el.data && "
+                            "el.data.some(t => t.name == 'lossy') && el.data.map(t => ({name: t.name, x: t.x, y: t.y, "
+                            "text: t.text, group: t.legendgroup})); }", timeout_ms=120_000)
     fuzzy = data[0]
     assert fuzzy["name"] == "fuzzy, threshold T moving" and len(fuzzy["x"]) >= 4
     assert fuzzy["y"][0] == pytest.approx(1.0) and fuzzy["y"][-1] == pytest.approx(3.0)  # T = 0 .. ln 2

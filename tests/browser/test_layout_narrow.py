@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import pytest
 
+from tests.browser.waits import wait_step, wait_text
 from tests.served import open_tab, opened
 
 pytestmark = pytest.mark.browser
 
-STEP_DONE = "document.querySelector('#status')?.innerText.includes('Step 1 of 1')"
 DISPLAY = "(s) => getComputedStyle(document.querySelector(s)).display"
 WIDTH = "(s) => document.querySelector(s).getBoundingClientRect().width"
 POSITION = "document.querySelector('#story-position').innerText"
@@ -27,12 +27,14 @@ STORY_CONTROLS = ("Array.from(document.querySelectorAll('#story .story-bar butto
                   ".map(c => [c.disabled, Number(getComputedStyle(c.closest('button, label')).opacity)])")
 
 
-def step(page) -> None:
+def step(page) -> str:
+    """Step once, until the step's views are drawn; the status line as the wait for it saw it."""
     page.click("#step-btn")
-    page.wait_for_function(STEP_DONE, timeout=60_000)
+    status = wait_step(page, 1)
     page.wait_for_selector("#tree-plot .scatterlayer .point", timeout=30_000)
     page.wait_for_selector("#node-plot .js-plotly-plot", timeout=30_000)
     page.wait_for_function("document.querySelectorAll('#tests-table .virtual-row').length > 0", timeout=30_000)
+    return status
 
 
 def test_at_800_px_each_view_of_the_step_takes_the_pages_width(browser, app_url):
@@ -88,5 +90,5 @@ def test_no_empty_plot_shows_a_placeholder_in_the_tabs_before_use(browser, app_u
         assert [page.evaluate(DISPLAY, s) for s in ("#lab-seq-plot", "#lab-tradeoff-plot")] == ["none", "none"]
         open_tab(page, "Speed")
         page.click("#speed-show")
-        page.wait_for_function("document.querySelector('#speed-summary').innerText.includes('⚠️')", timeout=30_000)
+        wait_text(page, "#speed-summary", "⚠️", timeout_ms=30_000)
         assert page.evaluate(DISPLAY, "#speed-plot") == "none"  # the "press Step" warning, and no empty chart

@@ -12,11 +12,11 @@ import time
 import pytest
 from playwright import sync_api
 
+from tests.browser import waits
 from tests.conftest import save_tiny_llama
 from tests.served import opened, served
 
 pytestmark = pytest.mark.browser
-STATUS = "document.querySelector('#status')?.innerText"
 ALPHA_HOVER = re.compile(r"(exact α = |α ≈ )\d.* optimal for this law = \d")
 LOAD_EVENT_S = 8.0  # how long a fresh page's load event is watched for a traceback
 ALPHA_TITLE = re.compile(r"(exact α = |α ≈ )\d.*\(optimal \d")
@@ -52,10 +52,9 @@ def test_a_fresh_page_load_leaves_no_traceback_in_the_log(default_app, page):
 
 
 def wait_status(page, text: str, timeout_ms: int = 180_000) -> str:
-    """Wait for `text` in the status; a warning or an early end of the run fails at once, with the status."""
-    done = f"{STATUS}?.includes({text!r}) || {STATUS}?.includes('⚠️') || {STATUS}?.includes('has finished')"
-    page.wait_for_function(done, timeout=timeout_ms)
-    status = page.inner_text("#status")
+    """Wait for `text` in the status; a warning or an early end of the run fails at once, with the status. The
+    status checked is the one the wait saw (a Run goes on: read again, it may show a later step)."""
+    status = waits.wait_status(page, text, "⚠️", "has finished", timeout_ms=timeout_ms)
     assert "⚠️" not in status and text in status, status
     return status
 
@@ -148,6 +147,11 @@ def test_a_custom_pair_of_two_local_folders(page, open_ended_folders):
     step_three_times_run_and_replay(page)
 
 
+# The node panel's title once it carries the exact α (Stop computed the shown step's theory), and the status then
+STOPPED = """() => { const title = document.querySelector('#node-plot .gtitle')?.textContent;
+  return /(exact α = |α ≈ )\\d/.test(title) ? [title, document.querySelector('#status').innerText] : null; }"""
+
+
 @pytest.mark.slow
 def test_stop_leaves_the_shown_step_with_its_theory(page):
     """A Run computes no theory for the steps it passes; Stop computes it for the step it leaves on the page
@@ -155,9 +159,6 @@ def test_stop_leaves_the_shown_step_with_its_theory(page):
     page.click("#run-btn")
     wait_status(page, "Step 3 of ", timeout_ms=180_000)
     page.click("#stop-btn")
-    page.wait_for_function(
-        "() => /(exact α = |α ≈ )\\d/.test(document.querySelector('#node-plot .gtitle')?.textContent)", timeout=30_000
-    )
-    status = page.inner_text("#status")
-    assert "running" in status and "⚠️" not in status, status
+    title, status = waits.wait_value(page, STOPPED, timeout_ms=30_000)
+    assert "running" in status and "⚠️" not in status, (title, status)
     alpha_shown(page)

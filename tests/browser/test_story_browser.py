@@ -11,6 +11,7 @@ from dataclasses import replace
 
 import pytest
 
+from tests.browser.waits import wait_step, wait_value
 from tests.served import ROOT, opened
 from ui.link_query import Link, cli_command, link_query
 from ui.session import Controls
@@ -38,10 +39,9 @@ def cli_run(controls: Controls) -> tuple[str, int]:
 def test_a_link_opened_in_a_fresh_page_shows_the_clis_text_and_its_story_plays_to_the_end(browser, app_url):
     text, steps = cli_run(CONTROLS)
     with opened(browser, app_url + "?" + link_query(Link(CONTROLS, steps))) as page:
-        page.wait_for_function(f"document.querySelector('#status')?.innerText.includes('Step {steps} of {steps}')",
-                               timeout=60_000)
-        page.wait_for_function(f"() => ({TEXT_JS})().length >= {len(text.strip())}", timeout=30_000)
-        shown = page.evaluate(TEXT_JS)
+        wait_step(page, steps)
+        shown = wait_value(page, f"() => {{ const shown = ({TEXT_JS})(); "
+                                 f"return shown.length >= {len(text.strip())} ? shown : null; }}", timeout_ms=30_000)
         assert shown.removesuffix("<eos>") == text  # the page shows the end-of-sequence token; the CLI stops at it
         assert page.locator("#link-notice").inner_text().strip() == ""
 
@@ -71,20 +71,19 @@ def test_a_link_opened_in_a_fresh_page_shows_the_clis_text_and_its_story_plays_t
             .observe(document.querySelector('#story-text'),
                      {childList: true, characterData: true, subtree: true}); }""")
         page.click("#story-play")
-        page.wait_for_function(f"{POSITION} === 'event {n} of {n}' && window.__told.length >= {n}", timeout=30_000)
-        told = page.evaluate("window.__told")
+        told = wait_value(page, f"() => {POSITION} === 'event {n} of {n}' && window.__told.length >= {n} "
+                                "&& window.__told.slice()", timeout_ms=30_000)
         assert [t for i, t in enumerate(told) if i == 0 or t != told[i - 1]] == seen
 
 
 def test_copy_link_gives_the_link_of_what_is_on_screen(browser, app_url):
     controls = replace(CONTROLS, seed=11, verifier="rrs", branching="2,2")
     with opened(browser, app_url + "?" + link_query(Link(controls, 2))) as page:
-        page.wait_for_function("document.querySelector('#status')?.innerText.includes('Step 2 of 2')", timeout=60_000)
+        wait_step(page, 2)
         page.click("#share button, #share .label-wrap")
         page.click("#copy-link")
-        page.wait_for_function("(document.querySelector('#share-link textarea, #share-link input')?.value || '')"
-                               ".startsWith('http')", timeout=30_000)
-        url = page.evaluate("document.querySelector('#share-link textarea, #share-link input').value")
+        url = wait_value(page, "() => { const url = document.querySelector('#share-link textarea, #share-link input')"
+                               "?.value || ''; return url.startsWith('http') ? url : null; }", timeout_ms=30_000)
     assert url.startswith(app_url) and link_query(Link(controls, 2)) in url
 
 
@@ -98,7 +97,7 @@ def test_a_fresh_compare_tab_shows_no_empty_plot_and_headers_break_between_words
                                "getComputedStyle(document.querySelector(s)).display)")
         assert hidden == ["none", "none"]  # no placeholder icon before the first comparison
         page.click("#step-btn")
-        page.wait_for_function("document.querySelector('#status')?.innerText.includes('Step 1 of 1')", timeout=60_000)
+        wait_step(page, 1)
         breaks = page.evaluate("Array.from(document.querySelectorAll('#tests-table th span.header')).map(s => "
                                "[getComputedStyle(s).wordBreak, getComputedStyle(s).overflowWrap])")
         assert breaks and all(b == ["normal", "normal"] for b in breaks)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.browser.waits import wait_step
 from tests.served import opened
 from ui.links import TAB_LABELS
 
@@ -67,11 +68,10 @@ def test_the_run_statistics_tab_draws_when_opened_and_follows_the_steps(page):
     """Its `shown` gr.State now lives inside its tab (the cause of the doubled label): opening the tab still
     draws the charts, and while it is open each Step redraws them."""
     select(page, "Compare verifiers")
-    status = "document.querySelector('#status')?.innerText.includes('Step {n} of {n}')"
     page.click("#step-btn")
-    page.wait_for_function(status.format(n=1), timeout=60_000)
+    wait_step(page, 1)
     select(page, "Run statistics")
     page.wait_for_function(f"() => ({STATS_STEPS})() === 1", timeout=30_000)
     page.click("#step-btn")
-    page.wait_for_function(status.format(n=2), timeout=60_000)
+    wait_step(page, 2)
     page.wait_for_function(f"() => ({STATS_STEPS})() === 2", timeout=30_000)
