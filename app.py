@@ -34,6 +34,7 @@ from ui import (
     links,
     museum,
     page_leave,
+    present,
     run_stats,
     speed,
     story,
@@ -49,6 +50,7 @@ from ui.views import Views
 PLOTLY_ONCE = Path(__file__).resolve().parent / "assets" / "plotly_once.js"
 STORY_JS = Path(__file__).resolve().parent / "assets" / "story.js"
 SELECT_LABEL_JS = Path(__file__).resolve().parent / "assets" / "select_label.js"
+PRESENT_JS = Path(__file__).resolve().parent / "assets" / "present.js"
 CSS = (".specscope-status p { margin: 0.2em 0; } #tree-plot { min-height: 320px; } "
        # the status line's machine details (ui/views.status_text): one click away, quieter than the step line
        "#status details { font-size: 0.85em; opacity: 0.8; } #status summary { cursor: pointer; } "
@@ -81,7 +83,26 @@ CSS = (".specscope-status p { margin: 0.2em 0; } #tree-plot { min-height: 320px;
        # no story yet (before a Step, after Reset): its controls read as disabled (assets/story.js disables them)
        "#story[data-n='0'] .story-bar button, #story[data-n='0'] .story-pace "
        "{ opacity: 0.4; cursor: not-allowed; pointer-events: none; } "
-       "#story-position { font-weight: 600; margin-left: 0.5em; }")
+       "#story-position { font-weight: 600; margin-left: 0.5em; } "
+       # projector mode and the dark theme (ui/present.py, assets/present.js)
+       ".specscope-present-bar { display: flex; gap: 0.5em; align-items: center; flex-wrap: wrap; } "
+       ".specscope-present-bar button { padding: 0.2em 0.7em; border: 1px solid #888; border-radius: 6px; } "
+       ".specscope-present-bar button[aria-pressed=true] { background: #0969da; color: #fff; border-color: #0969da; } "
+       # (rules about <html>'s classes: Gradio also copies each rule under .gradio-container, where they never match)
+       ".specscope-keys { opacity: 0.75; font-size: 0.9em; } html:not(.specscope-present) #controls-toggle "
+       "{ display: none; } "
+       ".specscope-present .gradio-container { --text-xs: 14px; --text-sm: 17px; --text-md: 21px; --text-lg: 24px; "
+       "--text-xl: 28px; max-width: 100% !important; } "
+       ".specscope-present #intro, .specscope-present #launch-notices, .specscope-present .specscope-keys "
+       "{ display: none; } "
+       ".specscope-present:not(.specscope-controls-open) #main-row > .column:first-child { display: none; } "
+       ".specscope-present:not(.specscope-controls-open) #main-row > .column:last-child "
+       "{ flex: 1 1 100% !important; width: 100%; min-width: 100% !important; } "
+       ".specscope-present #story-text { font-size: 1.5em; line-height: 1.4; } "
+       ".specscope-present .story-bar button { font-size: 1.2em; min-width: 3em; } "
+       ".specscope-present #tree-plot { min-height: 46vh; } "
+       # the dark theme: Gradio's own (body.dark); the figures drawn white by plotly are inverted, hues kept
+       ".dark .js-plotly-plot .main-svg { filter: invert(0.92) hue-rotate(180deg); }")
 INTRO = ("# specscope\nLive multi-candidate speculative decoding: a draft model (q) proposes a tree of tokens, "
          "the target (p) scores it in one forward, a verifier accepts a path.")
 
@@ -96,7 +117,8 @@ def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = (),
     default = replace(Controls(), pair=default_pair,
                       prompt=controls.example_prompts()["toy" if default_pair == "toy" else "text"][0]).within(caps)
     with gr.Blocks(title="specscope", analytics_enabled=False) as demo:
-        gr.Markdown(INTRO)
+        gr.Markdown(INTRO, elem_id="intro")
+        present.build()  # projector mode and dark theme buttons (handled in the page: assets/present.js)
         if notices:  # launch-time problems, e.g. a refused --verifier-file
             gr.Markdown("\n".join(f"⚠️ {n}" for n in notices), elem_id="launch-notices")
         state = gr.State(new_session)  # a callable: each page gets its own Session (and its own key)
@@ -231,10 +253,10 @@ def serve(demo: gr.Blocks, host: str, port: int, block: bool = True, mcp: bool =
 
 def head() -> str:
     """The page's <head> additions: assets/plotly_once.js (each Step figure drawn once, not twice),
-    assets/story.js (the step's story moved through in the page) and assets/select_label.js (a dropdown's
-    long label shown whole)."""
+    assets/story.js (the step's story moved through in the page, its keys), assets/select_label.js (a dropdown's
+    long label shown whole) and assets/present.js (projector mode, the dark theme)."""
     return "".join(f"<script>\n{js.read_text(encoding='utf-8')}</script>"
-                   for js in (PLOTLY_ONCE, STORY_JS, SELECT_LABEL_JS))
+                   for js in (PLOTLY_ONCE, STORY_JS, SELECT_LABEL_JS, PRESENT_JS))
 
 
 if __name__ == "__main__":

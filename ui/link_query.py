@@ -26,6 +26,7 @@ FIELD_OF = {"pair": "pair", "target": "target", "draft": "draft", "prompt": "pro
             "tree": "branching", "sequences": "sequences", "depth": "depth", "temperature": "temperature",
             "top_k": "top_k", "top_p": "top_p", "seed": "seed", "max_new_tokens": "max_new_tokens"}
 KEYS = (*FIELD_OF, "steps", "compare", "tab")
+PAGE_KEYS = ("present", "__theme")  # how the page looks (assets/present.js, Gradio's theme), not the demo: no notice
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,8 @@ def link_query(link: Link) -> str:
 
 def read_link(query: Mapping[str, str], default: Controls, caps: Caps) -> tuple[Link, list[str]]:
     """A query -> (the demo it describes, one notice per value refused and replaced by its default)."""
-    notices = [f"the link's key {key!r} is not one of: {', '.join(KEYS)}; ignored" for key in query if key not in KEYS]
+    notices = [f"the link's key {key!r} is not one of: {', '.join(KEYS)}; ignored" for key in query
+               if key not in KEYS and key not in PAGE_KEYS]
     values = {}
     for key, name in FIELD_OF.items():
         if key in query:
