@@ -6,6 +6,8 @@ The app is launched with tight caps, so the caps set by the flags are shown to b
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from gradio_client import handle_file
 
@@ -81,4 +83,17 @@ def test_a_bad_trace_file_gives_a_clear_message_and_the_next_step_works(url, tmp
     session = AppSession(url)
     status = session.client.predict(handle_file(str(path)), api_name="/import_trace")[0]
     assert status.startswith("⚠️") and message in plain(status), status
+    assert_still_serving(session)
+
+
+def test_compare_walks_over_the_cap_are_refused_through_the_api_at_once(url):
+    """The issue's call: /step with compare on, nine verifiers and compare_mc=100000 (it held an embedded-pair
+    server for 140 s). This server's cap is the default, 2,000 walks: refused in well under 2 s."""
+    session = AppSession(url)
+    nine = ["rrs", "rrs_wor", "spectr", "khisti_is", "hu_greedy", "pointmass", "gls", "ot_optimal", "traversal"]
+    start = time.perf_counter()
+    status = session.client.predict(**VALID, compare=True, compare_keys=nine, compare_mc=100000, api_name="/step")[0]
+    assert time.perf_counter() - start < 2, status
+    assert status.startswith("⚠️") and "100000 Monte-Carlo walks per compared verifier; this server's limit is " \
+        "2000" in plain(status), status
     assert_still_serving(session)
