@@ -49,6 +49,11 @@ EXAMPLES = (
             "Launch with `./specscope app --verifier-file assets/examples/wrong_verifier.py`: it skips repeated "
             "drafts, which looks harmless. At one node its acceptance seems fine; certify it on a tree shape and the "
             "exact check finds its output law differs from p (the CLI exits 3)."),
+    Example("Block verification keeps the chain up to the last passed coin",
+            Link(replace(TOY, verifier="block", branching="1,1,1", seed=2), 1),
+            "Block verification tosses one coin per position of the chain and keeps it up to τ, the last position "
+            "whose coin passed. Here the coin at position 2 fails and the one at position 3 passes, so all three "
+            "drafted words are kept, where SD would have stopped at position 2."),
 )
 
 

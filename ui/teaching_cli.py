@@ -1,4 +1,4 @@
-"""`python -m decoding export-html TRACE -o FILE`: teaching material
+"""`python -m decoding export-html TRACE -o FILE` and `python -m decoding lesson -o DIR`: teaching material
 that needs no server (decoding/cli hands them over by name, decoding/cli/handoff.py says why).
 
 Bad input (a missing or malformed trace, an output path that cannot be written) is one line on stderr and
@@ -12,7 +12,7 @@ import sys
 
 from decoding.cli.main import guarded
 
-COMMANDS = ("export-html",)
+COMMANDS = ("export-html", "lesson")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -22,6 +22,9 @@ def build_parser() -> argparse.ArgumentParser:
                             formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     export.add_argument("trace", help="a trace JSON file (python -m decoding generate --json, or the app's export)")
     export.add_argument("-o", "--output", required=True, help="the HTML file to write")
+    lesson = sub.add_parser("lesson", help="a static site: the teaching examples, each with its replay embedded",
+                            formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    lesson.add_argument("-o", "--output", required=True, help="the folder to write index.html and the replays into")
     return parser
 
 
@@ -31,6 +34,13 @@ def main(argv: list[str]) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "lesson":
+        from ui import lesson
+
+        index = lesson.build(args.output)
+        print(f"lesson written to {index} (open it from disk, or upload the folder as a static Space)",
+              file=sys.stderr)
+        return 0
     from ui import replay_file
 
     out = replay_file.export(args.trace, args.output)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from decoding.run.schema import BONUS, DRAFT, RESIDUAL, RESIDUAL_HIT, StepRecord, Trace
 from viz import compare, node_figure, svg_figure, tree_figure
-from viz.narrate import About
+from viz.narrate import About, plural
 from viz.palette import ORIGIN_COLORS, ORIGIN_NAMES
 from viz.story_block import story_block
 from viz.tokens import shorten, visible
@@ -70,7 +70,7 @@ def _header(trace: Trace, heading: str) -> str:
     tokens = sum(s.n_emitted for s in trace.steps)
     facts = (f"pair {models.get('kind', '?')} · verifier {config.get('verifier', trace.steps[0].verifier)} · {shape} · "
              f"T = {config.get('temperature', '?')} · seed {config.get('seed', '?')} · "
-             f"{len(trace.steps)} steps, {tokens} tokens")
+             f"{plural(len(trace.steps), 'step')}, {plural(tokens, 'token')}")
     return ('<header class="replay-head">'
             f'<h1>{html.escape(heading)}</h1><p class="replay-facts">{html.escape(facts)}</p>'
             f'<p class="replay-prompt">Prompt: <q>{html.escape(trace.prompt)}</q></p>'

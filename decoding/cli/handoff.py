@@ -6,7 +6,7 @@ Why not an import: bench sits above app, ui, viz and decoding (its benchmarks dr
 nothing imports it; a static import here would put decoding below its own benchmarks and make a cycle.
 tests/test_layout.py allows the name BENCH_ENTRY in this module only.
 
-`python -m decoding export-html ...` is handed the same way to ui/teaching_cli.py (TEACHING_ENTRY): the
+`python -m decoding export-html|lesson ...` are handed the same way to ui/teaching_cli.py (TEACHING_ENTRY): the
 replay file and the lesson are drawn by viz and told in the page's words (ui/story_about.py), both above
 decoding, which imports neither; `python -m decoding` stays the one command line a user learns.
 """
@@ -18,7 +18,7 @@ import sys
 
 BENCH_ENTRY = "bench.main"
 TEACHING_ENTRY = "ui.teaching_cli"
-TEACHING = ("export-html",)  # the subcommands handed to TEACHING_ENTRY
+TEACHING = ("export-html", "lesson")  # the subcommands handed to TEACHING_ENTRY
 
 
 def hand_to_bench(argv: list[str]) -> int:
@@ -35,5 +35,5 @@ def hand_to_bench(argv: list[str]) -> int:
 
 
 def hand_to_teaching(argv: list[str]) -> int:
-    """`export-html ...` run by ui/teaching_cli.py, in this process."""
+    """`export-html ...` / `lesson ...` run by ui/teaching_cli.py, in this process."""
     return int(importlib.import_module(TEACHING_ENTRY).main(argv) or 0)

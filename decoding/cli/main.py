@@ -43,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("bench", help="benchmarks (not tests): `python -m bench WHICH ...`", add_help=False)
     sub.add_parser("export-html", help="a trace as one self-contained HTML replay file: export-html TRACE -o FILE",
                    add_help=False)
+    sub.add_parser("lesson", help="a static teaching site from the teaching examples: lesson -o DIR", add_help=False)
     return parser
 
 

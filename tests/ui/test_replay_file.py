@@ -119,7 +119,7 @@ def test_the_subcommand_is_listed_and_a_missing_output_is_a_usage_error():
     assert done.returncode == 2 and "-o/--output" in done.stderr and "Traceback" not in done.stderr
     listed = subprocess.run([sys.executable, "-m", "decoding", "--help"], cwd=ROOT, capture_output=True, text=True,
                             timeout=120)
-    assert "export-html" in listed.stdout
+    assert "export-html" in listed.stdout and "lesson" in listed.stdout
 
 
 @pytest.mark.slow
