@@ -9,6 +9,7 @@ import torch
 from decoding.models import pairs as models
 from decoding.models.cuda.graphed_target import GraphedLlama
 from decoding.models.head.pair import head_pair, head_parts
+from decoding.models.head.weights import load_head
 from decoding.models.target import score_tree
 from decoding.run import engine
 from decoding.run.config import DecodeConfig
@@ -27,7 +28,7 @@ def test_the_head_drafts_its_ids_and_agrees_with_the_target_at_the_root(pair):
     assert pair.kind == "embedded-head" and pair.draft_reads_target
     with pytest.raises(ValueError, match="pass it"):
         pair.draft_session()
-    size = models.draft_head.load_head().config.head_size
+    size = load_head().config.head_size
     ids = pair.encode_prompt(PROMPTS[0], chat=True)
     target = pair.target_session()
     draft = pair.draft_session(target)
