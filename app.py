@@ -51,6 +51,7 @@ PLOTLY_ONCE = Path(__file__).resolve().parent / "assets" / "plotly_once.js"
 STORY_JS = Path(__file__).resolve().parent / "assets" / "story.js"
 SELECT_LABEL_JS = Path(__file__).resolve().parent / "assets" / "select_label.js"
 PRESENT_JS = Path(__file__).resolve().parent / "assets" / "present.js"
+A11Y_JS = Path(__file__).resolve().parent / "assets" / "a11y.js"
 CSS = (".specscope-status p { margin: 0.2em 0; } #tree-plot { min-height: 320px; } "
        # the status line's machine details (ui/views.status_text): one click away, quieter than the step line
        "#status details { font-size: 0.85em; opacity: 0.8; } #status summary { cursor: pointer; } "
@@ -102,7 +103,15 @@ CSS = (".specscope-status p { margin: 0.2em 0; } #tree-plot { min-height: 320px;
        ".specscope-present .story-bar button { font-size: 1.2em; min-width: 3em; } "
        ".specscope-present #tree-plot { min-height: 46vh; } "
        # the dark theme: Gradio's own (body.dark); the figures drawn white by plotly are inverted, hues kept
-       ".dark .js-plotly-plot .main-svg { filter: invert(0.92) hue-rotate(180deg); }")
+       ".dark .js-plotly-plot .main-svg { filter: invert(0.92) hue-rotate(180deg); } "
+       # text contrast at least 4.5:1 (axe-core, WCAG AA; tests/browser/test_axe_browser.py): the theme's orange
+       # buttons, grey notes and footer links were 2.3-4.4:1 on their backgrounds
+       ":root { --button-primary-background-fill: #c2410c; --button-primary-background-fill-hover: #9a3412; "
+       "--button-primary-text-color: #ffffff; --button-cancel-background-fill: #b91c1c; "
+       "--button-cancel-background-fill-hover: #991b1b; --button-cancel-text-color: #ffffff; "
+       "--block-info-text-color: #4b5563; --body-text-color-subdued: #4b5563; } "
+       "body:not(.dark) button[role=tab][aria-selected=true] { color: #9a3412; } "
+       "body:not(.dark) footer a, body:not(.dark) footer button { color: #4b5563; }")
 INTRO = ("# specscope\nLive multi-candidate speculative decoding: a draft model (q) proposes a tree of tokens, "
          "the target (p) scores it in one forward, a verifier accepts a path.")
 
@@ -254,9 +263,10 @@ def serve(demo: gr.Blocks, host: str, port: int, block: bool = True, mcp: bool =
 def head() -> str:
     """The page's <head> additions: assets/plotly_once.js (each Step figure drawn once, not twice),
     assets/story.js (the step's story moved through in the page, its keys), assets/select_label.js (a dropdown's
-    long label shown whole) and assets/present.js (projector mode, the dark theme)."""
+    long label shown whole), assets/present.js (projector mode, the dark theme) and assets/a11y.js (names and
+    roles Gradio's markup lacks)."""
     return "".join(f"<script>\n{js.read_text(encoding='utf-8')}</script>"
-                   for js in (PLOTLY_ONCE, STORY_JS, SELECT_LABEL_JS, PRESENT_JS))
+                   for js in (PLOTLY_ONCE, STORY_JS, SELECT_LABEL_JS, PRESENT_JS, A11Y_JS))
 
 
 if __name__ == "__main__":

@@ -153,7 +153,9 @@ def _tests_table(step: StepRecord, node: int) -> str:
     head = "".join(f'<th scope="col">{html.escape(h)}</th>' for h in node_figure.TEST_HEADERS)
     body = "".join("<tr>" + "".join(f"<td>{_cell(c)}</td>" for c in row) + "</tr>" for row in rows)
     empty = f'<tr><td colspan="{len(node_figure.TEST_HEADERS)}">no tests at this node</td></tr>'
-    return (f'<div class="table-wrap"><table class="tests-table"><caption>tests at node {node}, in order</caption>'
+    # a region that may scroll sideways: focusable (keys scroll it) and named
+    return (f'<div class="table-wrap" tabindex="0" role="region" aria-label="tests at node {node}">'
+            f'<table class="tests-table"><caption>tests at node {node}, in order</caption>'
             f"<thead><tr>{head}</tr></thead><tbody>{body or empty}</tbody></table></div>")
 
 

@@ -27,7 +27,11 @@ from ui.session import Session
 
 @pytest.fixture(scope="module")
 def toy_trace() -> Trace:
-    """Three steps of the toy pair, the second one compared (rrs, rrs_wor, spectr), lazy theory filled."""
+    return compared_toy_trace()
+
+
+def compared_toy_trace() -> Trace:
+    """Three steps of the toy pair, the second one compared (rrs, rrs_wor, spectr)."""
     toy = load_pair("toy")
     config = DecodeConfig(verifier="rrs", shape=Branching((3, 2)), seed=4, max_new_tokens=30, chat=False)
     run = engine.start(toy, config, "the cat")
