@@ -38,6 +38,49 @@ def exponentials(generator: torch.Generator, k: int, V: int) -> torch.Tensor:
     return -torch.log1p(-u)
 
 
+def exponentials_given(generator: torch.Generator, q: torch.Tensor, xs: list[int]) -> torch.Tensor:
+    """[K, V] exponentials drawn GIVEN that row k's race on q is won by xs[k] (every q[x] > 0, q normalised).
+
+    Why: the exact law of Y given the drafts is a 1-D integral per token (`joint`, ~0.1-1 s at V = 49152, K = 8);
+    drawing Y needs only one sample of E given the drafts, and a race makes that cheap. With T_j = E_j / q_j ~
+    Exp(q_j) independent, the winning time M = min_j T_j ~ Exp(Σ q = 1) is independent of the winner, and given
+    both, every other T_j is M + a fresh Exp(q_j) (memoryless). So E_j = q_j M + E'_j off the winner, E_x = q_x M,
+    and a token with q_j = 0 (never a winner) keeps a fresh Exp(1): O(K V), the cost of drafting itself."""
+    E = exponentials(generator, len(xs), q.shape[0])  # [K, V] fresh E'
+    M = exponentials(generator, len(xs), 1)  # [K, 1] each row's winning time
+    out = torch.where(q[None, :] > 0, q[None, :] * M + E, E)  # [K, V]
+    rows = torch.arange(len(xs))
+    cols = torch.tensor(xs, dtype=torch.long)
+    out[rows, cols] = q[cols] * M[:, 0]
+    return out
+
+
+def target_given(generator: torch.Generator, p: torch.Tensor, q: torch.Tensor, xs: list[int]) -> int:
+    """Y = argmin_j Z_j / p_j with Z_j = min_k E[k, j] for E drawn given the drafts (`exponentials_given`'s law),
+    each Z_j drawn directly: one exponential per token instead of K (the K x V logarithms were most of a node's
+    cost at V = 49152, K = 8).
+
+    Given the winning times M_k, a token j that no row drafted has Z_j = min_k (q_j M_k + E'_kj), whose survival is
+    exp(-H(z)) with the convex H(z) = Σ_k (z - q_j M_k)_+ = max_i (i z - q_j S_i), S_i the sum of the i smallest
+    M; so Z_j = H^{-1}(e_j) = min_i (e_j + q_j S_i) / i for e_j ~ Exp(1) (q_j = 0 gives e_j / K: Exp(K)). A drafted
+    token's rows that drafted it hold q_j M_k exactly; its other rows are drawn one by one."""
+    K = len(xs)
+    M = exponentials(generator, K, 1)[:, 0]  # [K] each row's winning time
+    e = exponentials(generator, 1, p.shape[0])[0]  # [V]
+    S = torch.cumsum(torch.sort(M).values, 0).tolist()  # [K]
+    z = torch.add(e, q, alpha=S[0])  # [V] the i = 1 piece
+    piece = torch.empty_like(z)  # [V] reused: three in-place passes per piece
+    for i in range(2, K + 1):
+        torch.add(e, q, alpha=S[i - 1], out=piece).mul_(1.0 / i)
+        torch.minimum(z, piece, out=z)
+    drafted = torch.tensor(list(dict.fromkeys(xs)), dtype=torch.long)  # [D] the drafted tokens, from their rows
+    mine = torch.tensor(xs, dtype=torch.long)[:, None] == drafted[None, :]  # [K, D] row k drafted token d
+    fresh = exponentials(generator, K, int(drafted.shape[0]))  # [K, D] (unused where mine: independent anyway)
+    rows = q[drafted][None, :] * M[:, None] + torch.where(mine, 0.0, fresh)  # [K, D]
+    z[drafted] = rows.min(0).values
+    return int(torch.argmin(z.div_(p)))  # p = 0: z / 0 = inf, never the winner (z > 0)
+
+
 def race(E: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     """[k] argmin_j E[k, j] / w_j for each row (w_j = 0: never wins)."""
     ratio = torch.where(w > 0, E / w.clamp(min=1e-300), torch.full_like(E, math.inf))  # [k, V]
@@ -128,10 +171,66 @@ def _chunk(V: int) -> int:
 
 
 def joint(p: torch.Tensor, q: torch.Tensor, xs: list[int]) -> torch.Tensor:
-    """[V] P(X_1..X_K = xs, Y = y) for K = len(xs) drafts (every q[x] > 0); sums to Π q_x."""
+    """[V] P(X_1..X_K = xs, Y = y) for K = len(xs) drafts (every q[x] > 0); sums to Π q_x.
+
+    K >= 2 by `_joint_segments` (the same quadrature, its sums regrouped: one [K+1, T] x [T, n] product per chunk
+    of t instead of K gathered [T, V] passes); `joint_reference` is the direct sum, kept as the tests' oracle."""
     b = Breaks.of(p, q)
     if len(xs) == 1:
         return joint_one(p, q, xs[0], b)
+    return _joint_segments(p, q, xs, b)
+
+
+def _joint_segments(p: torch.Tensor, q: torch.Tensor, xs: list[int], b: Breaks) -> torch.Tensor:
+    """[V] the K >= 2 joint. With C[t, m] = t ∫_{r_0}^{r_m} e^{-tG} du (a cumulative sum of the pieces; m = n: to
+    ∞), an undrafted y at position m gets Σ_k [a_k < m] q_{x_k} O_k(t) (C[t, m] - C[t, a_k]) integrated over t,
+    O_k the product of the other rows' survivals. The drafts with a_k < m are the first i of them sorted by
+    position, the same for every m between two drafts' positions: so out[y] = p_y (R[i, m] - B[i]) with
+    R = W C (W[i] the sum of the first i drafts' weights) and B[i] their constant terms. The drafted tokens
+    (at most K) are summed directly."""
+    n, K = len(b.order), len(xs)
+    pos = [int(b.pos[x]) for x in xs]
+    ranked = sorted(range(K), key=lambda k: pos[k])  # drafts by position
+    R = torch.zeros(K + 1, n + 1, dtype=F64)  # [K+1, n+1]
+    B = torch.zeros(K + 1, dtype=F64)  # [K+1]
+    drafted = list(dict.fromkeys(xs))
+    at_drafted = torch.zeros(len(drafted), dtype=F64)  # [D]
+    for chunk in torch.split(_s_grid(K), _chunk(p.shape[0])):
+        pieces, decay = _pieces_at(b, chunk)  # [T, n], [T, n]
+        C = torch.cat([torch.zeros(chunk.shape[0], 1, dtype=F64), torch.cumsum(pieces, 1)], 1)  # [T, n+1]
+        survive = [float(q[x]) * (C[:, n] - C[:, a]) for x, a in zip(xs, pos, strict=True)]  # K of [T]
+        weight = [STEP * chunk * float(q[xs[k]]) * _others(survive, k) for k in range(K)]  # K of [T]: dt = t ds
+        W = torch.zeros(K + 1, chunk.shape[0], dtype=F64)  # [K+1, T]
+        for i, k in enumerate(ranked, start=1):
+            W[i:] += weight[k]
+            B[i:] += float((weight[k] * C[:, pos[k]]).sum())
+        R += W @ C
+        for d, y in enumerate(drafted):  # a drafted token: its own rows hit it, the rows below it reach it
+            m, total = int(b.pos[y]), torch.zeros_like(chunk)
+            for k, (x, a) in enumerate(zip(xs, pos, strict=True)):
+                if x == y:
+                    total += STEP * chunk * decay[:, a] * _others(survive, k)
+                elif a < m:
+                    total += weight[k] * (C[:, m] - C[:, a])
+            at_drafted[d] += float(total.sum())
+    below = torch.searchsorted(torch.tensor(sorted(pos), dtype=torch.long), b.pos, right=False)  # [V] drafts below
+    out = p * (R[below, b.pos] - B[below])  # [V]
+    out[drafted] = p[drafted] * at_drafted
+    return out
+
+
+def _others(survive: list[torch.Tensor], k: int) -> torch.Tensor:
+    """[T] Π_{l≠k} survive[l]."""
+    out = torch.ones_like(survive[0])
+    for l, s in enumerate(survive):
+        if l != k:
+            out = out * s
+    return out
+
+
+def joint_reference(p: torch.Tensor, q: torch.Tensor, xs: list[int]) -> torch.Tensor:
+    """[V] the K >= 2 joint as the direct sum over drafts and t (the tests' oracle for `_joint_segments`)."""
+    b = Breaks.of(p, q)
     out = torch.zeros_like(p)
     for chunk in torch.split(_s_grid(len(xs)), _chunk(p.shape[0])):
         out += STEP * (chunk[:, None] * _density(p, q, xs, b, chunk)).sum(0)  # dt = t ds

@@ -10,9 +10,11 @@ emits the same text with any draft model.
 
 `verify` reads E from its generator. When the drafts are what E gives (the keyed run: drafting and verify read
 the node's generator from the start), Y is the race's winner. Otherwise (drafts from another source, e.g.
-a test's or compare's own draws), E is independent of the drafts, and Y is drawn from its exact law given
-them; using E's Y only when its drafts happen to match keeps that law (E given a match has the law of the
-exponentials given those drafts), so the two routes are one and the same conditional law.
+a test's or compare's own draws), E is independent of the drafts, and Y comes from exponentials redrawn GIVEN
+the drafts (`gumbel_race.exponentials_given`, O(K V)): Y then has its exact law given the drafts without that law
+being computed (the K >= 2 law is a 1-D integral per token, built only where a view reads it: `conditional`, the
+shown residual row). Using E's Y only when its drafts happen to match keeps that law (E given a match has the law
+of the exponentials given those drafts), so the two routes are one and the same conditional law.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from decoding.verify.sampling import draw, normalise
 from decoding.verify.verdict import AcceptTest, LazyRow, NodeVerdict, ResidualUpdate
 
 SHARED = "Y = argmin E/p from the exponentials that drew the drafts"
-REDRAWN = "the drafts are not this node's exponentials' drafts: Y drawn from its exact law given them"
+REDRAWN = ("the drafts are not this node's exponentials' drafts: Y from exponentials redrawn given them "
+           "(its exact law given the drafts)")
 
 
 def _joint(p: torch.Tensor, q: torch.Tensor, xs: list[int]) -> torch.Tensor:
@@ -68,11 +71,10 @@ def conditional(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int]) -> 
 
 def verify(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int], generator: torch.Generator) -> NodeVerdict:
     p, q, xs = prepare(p, q, candidates)
-    E = gumbel_race.exponentials(generator, len(xs), p.shape[0])  # [K, V]
-    if gumbel_race.drafts(E, q) == xs:
-        y, note = gumbel_race.target(E, p), SHARED
-    else:
-        y, note = draw(_law_of_y(p, q, xs), generator), REDRAWN
+    y = _shared_target(p, q, xs, generator)
+    note = SHARED if y is not None else REDRAWN
+    if y is None:
+        y = _redrawn(p, q, xs, generator)
     tests, notes = [], [note]
     for i, x in enumerate(xs):
         drawable = float(q[x]) > 0  # else skipped: q could not have drawn it (a warp mismatch)
@@ -85,6 +87,28 @@ def verify(p: torch.Tensor, q: torch.Tensor, candidates: Sequence[int], generato
     row = LazyRow(lambda: conditional(p, q, xs)[1])  # [V] the law of Y given no draft is Y, on first read
     updates = (ResidualUpdate(len(tests) - 1, row, note="law of Y given that Y is no draft"),)
     return NodeVerdict(None, y, tuple(tests), updates, notes=tuple(notes))
+
+
+def _shared_target(p: torch.Tensor, q: torch.Tensor, xs: list[int], generator: torch.Generator) -> int | None:
+    """Y from the node's exponentials when their drafts are `xs` (the keyed run), else None. The rows are read one
+    at a time (the generator gives the same E row by row as at once, tests/verify/test_gls_redrawn.py), so drafts
+    from elsewhere are told apart after one row of V, not K."""
+    rows = []
+    for x in xs:
+        row = gumbel_race.exponentials(generator, 1, p.shape[0])  # [1, V]
+        if int(gumbel_race.race(row, q)[0]) != x:
+            return None
+        rows.append(row)
+    return gumbel_race.target(torch.cat(rows), p)
+
+
+def _redrawn(p: torch.Tensor, q: torch.Tensor, xs: list[int], generator: torch.Generator) -> int:
+    """Y from exponentials drawn given the drawable drafts (a draft q could not draw is out of the race, as in
+    `_joint`; none drawable: Y ~ p), each token's row minimum drawn directly (gumbel_race.target_given)."""
+    drawable = [x for x in xs if float(q[x]) > 0]
+    if not drawable:
+        return draw(p, generator)
+    return gumbel_race.target_given(generator, p, q, drawable)
 
 
 def bonus(p: torch.Tensor, generator: torch.Generator) -> int:
