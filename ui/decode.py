@@ -33,6 +33,7 @@ from decoding.run import recorder as recording
 from decoding.run.config import DecodeConfig
 from decoding.run.schema import StepRecord
 from decoding.speed import plan
+from ui import zero_gpu
 from ui.run_cache import Offer, RunCache
 from ui.session import PAIRS, Configured, Controls, Session
 
@@ -127,13 +128,14 @@ def rebuilt(pair, state: engine.RunState) -> engine.Run:
     return run
 
 
-@space.gpu
+@space.gpu(duration=zero_gpu.step_seconds)
 def advance(run: engine.Run) -> StepRecord | None:
-    """One step of model work (on ZeroGPU this call holds the GPU; elsewhere `space.gpu` is the identity)."""
+    """One step of model work (on ZeroGPU this call holds the GPU for as long as this run's Step needs,
+    ui/zero_gpu.py; elsewhere `space.gpu` is the identity). A Run calls it once per step."""
     return run.step()
 
 
-@space.gpu
+@space.gpu(duration=zero_gpu.baseline_seconds)
 def baseline(pair, prompt_ids: list[int], n_tokens: int, config) -> engine.Baseline:
     """The target alone decoding `n_tokens` (model work: wrapped like `advance`)."""
     return engine.baseline(pair, prompt_ids, n_tokens, config)

@@ -47,8 +47,15 @@ def hub_folder(hub_id: str = HUB_ID) -> str:
         raise ModelLoadError(f"could not download {hub_id} from the hub: {first[:200]}") from None
 
 
-def gpu(fn: F, duration: int = 60) -> F:
-    """`spaces.GPU(duration=...)(fn)` when the `spaces` package is importable, else `fn` unchanged."""
+def gpu(fn: F | None = None, duration: int | Callable[..., float] = 60) -> F:
+    """`spaces.GPU(duration=...)(fn)` when the `spaces` package is importable, else `fn` unchanged.
+
+    `duration` is seconds, or a function of `fn`'s own arguments that returns them: ZeroGPU's dynamic duration
+    (its docs: the decorator calls it with the call's arguments before it asks for a GPU), so each call holds the
+    GPU for the work it was given (ui/zero_gpu.py sizes a Step, a Run's step, a baseline) and a short call queues
+    ahead of long ones. `@gpu(duration=f)` and `@gpu` both work."""
+    if fn is None:
+        return lambda f: gpu(f, duration)  # type: ignore[return-value]
     if not package_present("spaces"):
         return fn
     spaces = importlib.import_module("spaces")
