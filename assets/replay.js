@@ -77,6 +77,10 @@
     if (ev.target.closest && ev.target.closest("input, textarea, select")) return;
     if (ev.key === "p" || ev.key === "P") { ev.preventDefault(); showStep(current - 1); }
   });
+  window.addEventListener("hashchange", () => {  // a #step-N link inside the file, or typed after it opened
+    const at = /^#step-(\d+)$/.exec(location.hash);
+    if (at) showStep(Number(at[1]) - 1);
+  });
   document.addEventListener("DOMContentLoaded", () => {
     const query = new URLSearchParams(location.search);
     toggle("present-toggle", "present", query.get("present") === "1");
