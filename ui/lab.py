@@ -15,6 +15,7 @@ from typing import Any
 import gradio as gr
 import torch
 
+from decoding.lab import frontier as price
 from decoding.lab import language as lang
 from decoding.lab.custom import is_custom
 from decoding.lab.node import node_report, sequence_report
@@ -25,6 +26,7 @@ from decoding.verify.entry import Verifier
 from decoding.verify.registry import unknown_verifier
 from ui.endpoints import public
 from ui.session import shown_number
+from viz import frontier as viz_frontier
 from viz import lab as viz_lab
 
 HEADERS = ["token", "p (target)", "q (draft)"]
@@ -128,6 +130,21 @@ def check_draws(samples: int, verifiers: int) -> None:
 def _nothing_drawn(reason: str):
     """(node figure, acceptance figure), both saying why they are empty."""
     return viz_lab.message_figure(reason), viz_lab.message_figure(reason)
+
+
+def price_chart(registry: Mapping[str, Verifier], table: Any):
+    """-> (figure, rows, note): every node-level lossy rule's exact acceptance against the exact TV and KL of what it
+    emits at the table's node (one draft), sd at TV 0, the frontier dashed (decoding/lab/frontier.py). A bad
+    table empties the chart with its one line."""
+    try:
+        _, p, q, _ = rows_of(table)
+    except ValueError as err:
+        return None, [], f"⚠️ {err}"
+    points = price.frontier(registry, p, q)
+    best = price.pareto(points)
+    note = ("Each point is one rule at one setting; hover for its advertised budget beside the KL it really emits. "
+            "On the frontier: " + ", ".join(f"{pt.rule} {pt.setting}".strip() for pt in best) + ".")
+    return viz_frontier.frontier_figure(points, best), viz_frontier.budget_rows(points), note
 
 
 def certify_shape(registry: Mapping[str, Verifier], preset: str, table: Any, key: str, shape: str):
@@ -289,6 +306,20 @@ def build(registry: Mapping[str, Verifier]) -> dict[str, Any]:
         return tradeoff_chart(registry, name, table_value, keys, shape_text)
 
     tradeoff_btn.click(tradeoff_click, [preset, table, verifiers, shape], [tradeoff_plot, tradeoff_md])
+    gr.Markdown("### Lossy price at the root node: exact acceptance against the exact TV and KL of what each rule "
+                "emits\nOne draft at the table's node: cactus as δ grows, fuzzy below and at this node's JS, greedy "
+                "and typical, sd (lossless) at TV = 0. A rule's advertised budget stands beside the KL it emits.")
+    price_btn = gr.Button("Draw the price frontier", elem_id="lab-price-btn")
+    price_md = gr.Markdown(elem_id="lab-price-md")
+    price_plot = gr.Plot(label="acceptance vs TV", elem_id="lab-price-plot")
+    price_table = gr.Dataframe(headers=viz_frontier.BUDGET_HEADERS, interactive=False, label="budget vs emitted",
+                               elem_id="lab-price-table")
+
+    def price_click(table_value):
+        figure, rows, note = price_chart(registry, table_value)
+        return figure, rows, note
+
+    price_btn.click(price_click, [table], [price_plot, price_table, price_md])
     return {"table": table, "node_plot": node_plot, "preset": preset}
 
 

@@ -21,6 +21,7 @@ import torch
 from decoding.lab import language as lang
 from decoding.lab.certify import certify
 from decoding.lab.custom import CustomVerifierError, load_custom
+from decoding.lab.frontier import node_law
 from decoding.verify import laws
 
 MUSEUM_DIR = Path(__file__).resolve().parents[2] / "assets" / "museum"
@@ -190,19 +191,6 @@ def report(exhibit: Exhibit) -> Report:
     bug_cert = certify(entry, [_toy_language(exhibit, p, q)], (1, 1), mc_trees=0)
     return Report(**base, reproduced_value=reproduced, reproduces=reproduces, emitted=tuple(emitted.tolist()),
                   acceptance=acceptance, tv=_tv(emitted, p), bug_certified_lossless=bug_cert.lossless)
-
-
-def node_law(conditional, law: laws.Law, p: torch.Tensor, q: torch.Tensor) -> tuple[torch.Tensor, float]:
-    """(emitted law [V], acceptance) at one node with one candidate drawn by `law`: exact, over every draw."""
-    out = torch.zeros_like(p)  # [V]
-    acceptance = 0.0
-    for (x,), prob in law.enumerate(q, 1):
-        accept, residual = conditional(p, q, [x])  # [1], [V]
-        a = float(accept[0])
-        out[x] += prob * a
-        out += prob * (1.0 - a) * residual.to(F64)
-        acceptance += prob * a
-    return out, acceptance
 
 
 def _metric(exhibit: Exhibit, entry, emitted: torch.Tensor, acceptance: float, p, q) -> tuple[float, ...]:
