@@ -29,6 +29,7 @@ COMMANDS: dict[str, Command] = {
     "calibrate": Command("bench.calibrate", "calibrate a pair on this machine (cached) and show the chosen shape"),
     "predict": Command("bench.predict", "the chooser's predicted tokens/s per shape against measured runs"),
     "app": Command("bench.app_clicks", "Step click-to-render latency in headless Chromium"),
+    "replay-keys": Command("bench.replay_keys", "story key press -> event drawn in a trace's replay file (offline)"),
     "step": Command("bench.app_step", "whole Step clicks in-process (resume + step + every view redrawn)"),
     "train-head": Command("bench.train_head", "train the embedded-head pair's draft head (assets/draft_head)"),
 }
