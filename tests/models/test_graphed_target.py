@@ -70,7 +70,7 @@ def test_a_failed_capture_warns_once_and_runs_the_same_forward_eagerly_unpadded(
     graphed.graphs = True  # as on a GPU: the first call of a bucket captures (here: the capture fails)
     captures = []
 
-    def failing(slots, inputs):
+    def failing(slots, inputs, taps=()):
         captures.append(inputs.ids.shape[1])
         raise RuntimeError("operation not permitted when stream is capturing")
 
@@ -136,14 +136,13 @@ def test_custom_models_are_graphed_on_their_own_weights_and_the_embedded_one_fus
 
 
 def test_graphs_can_be_switched_off_and_are_off_on_zerogpu(monkeypatch) -> None:
-    from decoding.models.hub import space
-    monkeypatch.setattr(space, "package_present", lambda name="": False)
+    monkeypatch.setattr(graphed_target, "on_zerogpu", lambda: False)
     monkeypatch.delenv("SPECSCOPE_CUDA_GRAPHS", raising=False)
     assert graphed_target.graphs_allowed()
     monkeypatch.setenv("SPECSCOPE_CUDA_GRAPHS", "0")
     assert not graphed_target.graphs_allowed()
     monkeypatch.setenv("SPECSCOPE_CUDA_GRAPHS", "1")
-    monkeypatch.setattr(space, "package_present", lambda name="": name == "spaces")
+    monkeypatch.setattr(graphed_target, "on_zerogpu", lambda: True)
     assert not graphed_target.graphs_allowed()
 
 

@@ -17,6 +17,7 @@ length, where the next call overwrites them and no mask lets a real row read the
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import threading
 import warnings
@@ -115,16 +116,21 @@ class GraphedLlama(LeanLlama):
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 position_ids: torch.Tensor | None = None, past_key_values: SlotCache | None = None,
-                use_cache: bool = True, logits_to_keep: int = 1) -> LeanOutput:
-        """What LeanLlama.forward takes and returns; the rows are written at the cache's next slots."""
+                use_cache: bool = True, logits_to_keep: int = 1, taps: tuple[int, ...] = (),
+                feature_rows: int | None = None) -> LeanOutput:
+        """What LeanLlama.forward takes and returns; the rows are written at the cache's next slots (a call with
+        taps replays its own graph: one per rows bucket and taps)."""
         cache = past_key_values if past_key_values is not None else self.new_cache()
         slots, n = cache.slots, input_ids.shape[1]
         bucket = next((b for b in BUCKETS if b >= n), None) if self.padded else None
         inputs = self._inputs(slots, input_ids, attention_mask, position_ids, bucket or n)
-        out = self._replay(slots, bucket, inputs) if bucket and self.graphs else self._eager(slots, inputs)
+        taps = tuple(taps)
+        out = self._replay(slots, bucket, inputs, taps) if bucket and self.graphs else self._eager(slots, inputs, taps)
         slots.length += n
         keep = slice(n - logits_to_keep, n)
-        return LeanOutput(logits=out.logits[:, keep].clone(), features=out.features[:, keep].clone())
+        rows = slice(n - max(feature_rows or logits_to_keep, logits_to_keep), n)
+        tapped = out.taps[:, rows].clone() if out.taps is not None else None
+        return LeanOutput(logits=out.logits[:, keep].clone(), features=out.features[:, rows].clone(), taps=tapped)
 
     def _inputs(self, slots: Slots, ids: torch.Tensor, mask: torch.Tensor | None, positions: torch.Tensor | None,
                 rows: int) -> Inputs:
@@ -141,26 +147,27 @@ class GraphedLlama(LeanLlama):
         padded[:, :n], positions_padded[:, :n] = ids, positions
         return Inputs(padded, positions_padded, wide, torch.arange(filled, filled + rows, device=dev))
 
-    def _eager(self, slots: Slots, inputs: Inputs) -> LeanOutput:
+    def _eager(self, slots: Slots, inputs: Inputs, taps: tuple[int, ...] = ()) -> LeanOutput:
         slots.write_at = inputs.write_at
         return LeanLlama.forward(self, inputs.ids, inputs.mask, inputs.positions, slots,
-                                 logits_to_keep=inputs.ids.shape[1])
+                                 logits_to_keep=inputs.ids.shape[1], taps=taps)
 
-    def _replay(self, slots: Slots, bucket: int, inputs: Inputs) -> LeanOutput:
-        captured = slots.graphs.get(bucket)
+    def _replay(self, slots: Slots, bucket: int, inputs: Inputs, taps: tuple[int, ...] = ()) -> LeanOutput:
+        key = (bucket, taps) if taps else bucket
+        captured = slots.graphs.get(key)
         if captured is None:
             try:
-                captured = slots.graphs[bucket] = self._capture(slots, inputs)  # its capture ran this call's inputs
+                captured = slots.graphs[key] = self._capture(slots, inputs, taps)  # it ran this call's inputs
             except RuntimeError as err:  # a driver or build that cannot capture: the same forward, eagerly
                 warnings.warn(f"CUDA graph capture failed ({err}); the target runs without graphs", stacklevel=2)
                 self.graphs = self.padded = False  # later calls: eager and unpadded
-                return self._eager(slots, inputs)
+                return self._eager(slots, inputs, taps)
         else:
             captured.inputs.fill(inputs)
         captured.graph.replay()
         return captured.out
 
-    def _capture(self, slots: Slots, inputs: Inputs) -> Captured:
+    def _capture(self, slots: Slots, inputs: Inputs, taps: tuple[int, ...] = ()) -> Captured:
         """A graph of `_eager` on static copies of `inputs`; the warm-up runs compute this very call (the same
         slots get the same keys and values), so the replay that follows is the call's result."""
         static = Inputs(*(t.clone() for t in (inputs.ids, inputs.positions, inputs.mask, inputs.write_at)))
@@ -168,12 +175,12 @@ class GraphedLlama(LeanLlama):
         side.wait_stream(torch.cuda.current_stream(self._device))
         with torch.cuda.stream(side):
             for _ in range(WARM_UP):
-                self._eager(slots, static)
+                self._eager(slots, static, taps)
         torch.cuda.current_stream(self._device).wait_stream(side)
         slots.pool = slots.pool or torch.cuda.graph_pool_handle()
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, pool=slots.pool, capture_error_mode="thread_local"):
-            out = self._eager(slots, static)
+            out = self._eager(slots, static, taps)
         return Captured(graph, static, out)
 
 
@@ -189,6 +196,9 @@ def supports_graphs(model) -> bool:
 def graphs_allowed() -> bool:
     """False where SPECSCOPE_CUDA_GRAPHS=0, and on ZeroGPU (the `spaces` package: each GPU call may run in
     another process, so a graph captured in one call cannot serve the next)."""
-    from decoding.models.hub.space import package_present
+    return os.environ.get("SPECSCOPE_CUDA_GRAPHS", "1").strip() != "0" and not on_zerogpu()
 
-    return os.environ.get("SPECSCOPE_CUDA_GRAPHS", "1").strip() != "0" and not package_present("spaces")
+
+def on_zerogpu() -> bool:
+    """Whether the `spaces` package (ZeroGPU's) is installed; read here, not from hub/space.py, which sits above."""
+    return importlib.util.find_spec("spaces") is not None

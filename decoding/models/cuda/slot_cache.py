@@ -32,7 +32,7 @@ class Slots:
         self.buffer = torch.zeros(shape, dtype=dtype, device=device)
         self.length = 0
         self.write_at: torch.Tensor | None = None  # [n] long: the slots the current call's rows go to
-        self.graphs: dict[int, object] = {}  # rows bucket -> a captured call (graphed_target.Captured)
+        self.graphs: dict[object, object] = {}  # rows bucket (and taps) -> a captured call (graphed_target.Captured)
         self.pool = None  # the CUDA graphs' shared memory pool, made at the first capture
 
     @property

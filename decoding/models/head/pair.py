@@ -1,4 +1,5 @@
-"""The `embedded-head` pair: the embedded target and the trained draft head (weights.py) on its own features."""
+"""The `embedded-head` pair: the embedded target and the trained draft head on its own features: the MLP head
+(weights.py) or the fused head (fused.py), whichever assets/draft_head/head.json names."""
 
 from __future__ import annotations
 
@@ -10,8 +11,11 @@ from decoding.models.embedded import model as embedded
 from decoding.models.embedded.pair import embedded_parts
 from decoding.models.head.drafter import HeadTreeLM
 from decoding.models.head.feature_target import FeatureTreeLM
+from decoding.models.head.fused import FusedHead
+from decoding.models.head.fused_drafter import FusedHeadTreeLM
 from decoding.models.head.lean import LeanHead
-from decoding.models.head.weights import DraftHead, load_head
+from decoding.models.head.lean_fused import LeanFusedHead
+from decoding.models.head.weights import load_head
 from decoding.models.hub.load import ModelLoadError, resolve_device
 from decoding.models.loaded import cached
 from decoding.models.model_pair import ModelPair, Progress
@@ -33,9 +37,14 @@ class HeadParts:
     """What a draft-head pair's draft reads: the head (with the target's lm_head rows), the target's embedding,
     its name."""
 
-    head: LeanHead
+    head: LeanHead | LeanFusedHead
     embed: torch.Tensor  # [V, hidden]
     name: str
+
+    @property
+    def taps(self) -> tuple[int, ...] | None:
+        """The target layers a fused head reads (the target session keeps their rows); None for the MLP head."""
+        return self.head.taps if isinstance(self.head, LeanFusedHead) else None
 
 
 def head_parts(model, device: str) -> HeadParts:
@@ -43,9 +52,11 @@ def head_parts(model, device: str) -> HeadParts:
     module = cached((f"draft-head:{embedded.MODEL_NAME}", device, "float32"), lambda: _load_head().to(device))
     embed = model.model.embed_tokens.weight.detach()  # [V, hidden] on `device`, shared read-only
     size = module.config.head_size
+    lean = LeanFusedHead if isinstance(module, FusedHead) else LeanHead
     head = cached((f"lean-draft-head:{embedded.MODEL_NAME}", device, "float32"),
-                  lambda: LeanHead(module, model.lm_head.weight.detach()[:size]))  # lm_head rows [H, hidden], a view
-    name = f"{embedded.MODEL_NAME} draft head (trained on its features; ids < {size})"
+                  lambda: lean(module, model.lm_head.weight.detach()[:size]))  # lm_head rows [H, hidden], a view
+    kind = "fused draft head" if isinstance(module, FusedHead) else "draft head"
+    name = f"{embedded.MODEL_NAME} {kind} (trained on its features; ids < {size})"
     return HeadParts(head, embed, name)
 
 
@@ -54,17 +65,19 @@ def head_pair(model, codec, scorer, parts: HeadParts, device: str) -> ModelPair:
     vocab = codec.vocab_size
 
     def new_draft(target: FeatureTreeLM) -> TreeLM:
-        return HeadTreeLM(parts.head, parts.embed, vocab, target)
+        drafter = FusedHeadTreeLM if isinstance(parts.head, LeanFusedHead) else HeadTreeLM
+        return drafter(parts.head, parts.embed, vocab, target)
 
     return ModelPair(
         kind="embedded-head", target_name=embedded.MODEL_NAME, draft_name=parts.name,
-        codec=codec, new_target=lambda: FeatureTreeLM(scorer, vocab), new_draft=new_draft, device=device,
+        codec=codec, new_target=lambda: FeatureTreeLM(scorer, vocab, parts.taps), new_draft=new_draft,
+        device=device,
         dtype="float32", target_model=model, draft_dtype="float32 (head MLP + target lm_head rows)",
         draft_reads_target=True, draft_products=parts.head,
     )
 
 
-def _load_head() -> DraftHead:
+def _load_head() -> torch.nn.Module:
     try:
         return load_head()
     except ValueError as err:

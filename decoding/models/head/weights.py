@@ -56,25 +56,43 @@ class DraftHead(nn.Module):
         return self.out_norm(x)  # [.., hidden]: in the space of the target's final-normed features
 
 
-def save_head(head: DraftHead, folder: Path, about: dict) -> None:
-    """Weights (float16 safetensors) and config + how they were made (JSON)."""
+def save_head(head: nn.Module, folder: Path, about: dict) -> None:
+    """Weights (float16 safetensors) and config + how they were made (JSON); a fused head (fused.py) also writes
+    its kind."""
     from safetensors.torch import save_file
+
+    from decoding.models.head import fused
 
     folder.mkdir(parents=True, exist_ok=True)
     save_file({k: v.detach().to(device="cpu", dtype=torch.float16).contiguous() for k, v in head.state_dict().items()},
               str(folder / WEIGHTS))
-    (folder / CONFIG).write_text(json.dumps({"config": asdict(head.config), "about": about}, indent=1) + "\n")
+    kind = {"kind": fused.KIND} if isinstance(head, fused.FusedHead) else {}
+    (folder / CONFIG).write_text(json.dumps({**kind, "config": asdict(head.config), "about": about}, indent=1) + "\n")
 
 
-def load_head(folder: Path = HEAD_DIR) -> DraftHead:
-    """The shipped head (float32, eval mode); a clear error when the files are missing or do not fit."""
+KINDS = ("mlp", "fused")  # head.json's "kind" (absent: mlp, the heads shipped before the fused one)
+
+
+def load_head(folder: Path = HEAD_DIR) -> nn.Module:
+    """The shipped head (float32, eval mode): a DraftHead, or a FusedHead where head.json says kind "fused"; a
+    clear error when the files are missing, do not fit, or name a kind this code does not know."""
     from safetensors.torch import load_file
 
+    from decoding.models.head import fused
+
     try:
-        config = HeadConfig(**json.loads((folder / CONFIG).read_text())["config"])
-        state = load_file(str(folder / WEIGHTS))
-    except (OSError, KeyError, TypeError, ValueError) as err:
+        about = json.loads((folder / CONFIG).read_text())
+        kind = about.get("kind", "mlp")
+    except (OSError, ValueError, AttributeError) as err:
         raise ValueError(f"the draft head in {folder} is missing or unreadable ({err})") from err
-    head = DraftHead(config)
-    head.load_state_dict({k: v.to(torch.float32) for k, v in state.items()})
+    if kind not in KINDS:
+        raise ValueError(f"the draft head in {folder} is of kind {kind!r}, which this specscope cannot run (it "
+                         f"knows {', '.join(KINDS)}): update specscope, or retrain it with python -m bench train-head")
+    try:
+        head = fused.FusedHead(fused.FusedConfig(**about["config"])) if kind == "fused" else \
+            DraftHead(HeadConfig(**about["config"]))
+        state = load_file(str(folder / WEIGHTS))
+        head.load_state_dict({k: v.to(torch.float32) for k, v in state.items()})
+    except (OSError, KeyError, TypeError, ValueError, RuntimeError) as err:
+        raise ValueError(f"the draft head in {folder} is missing or unreadable ({err})") from err
     return head.eval().requires_grad_(False)

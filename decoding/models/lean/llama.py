@@ -57,7 +57,8 @@ def fused(*weights: torch.Tensor) -> torch.Tensor:
 @dataclass
 class LeanOutput:
     logits: torch.Tensor  # [1, kept rows, V]
-    features: torch.Tensor  # [1, kept rows, hidden]: the final-normed states the head reads (a draft head's input)
+    features: torch.Tensor  # [1, feature rows, hidden]: the final-normed states the head reads (a draft head's input)
+    taps: torch.Tensor | None = None  # [1, feature rows, len(taps), hidden]: hidden states after the tapped layers
 
 
 class LeanLlama(torch.nn.Module):
@@ -92,20 +93,29 @@ class LeanLlama(torch.nn.Module):
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 position_ids: torch.Tensor | None = None, past_key_values: GrowingCache | None = None,
-                use_cache: bool = True, logits_to_keep: int = 1) -> LeanOutput:
+                use_cache: bool = True, logits_to_keep: int = 1, taps: tuple[int, ...] = (),
+                feature_rows: int | None = None) -> LeanOutput:
         """input_ids [1, n]; attention_mask [1, 1, n, filled + n] additive float or None (causal);
-        position_ids [1, n]. Writes the n new keys/values into the cache; logits of the last rows."""
+        position_ids [1, n]. Writes the n new keys/values into the cache; logits of the last rows.
+        taps: also return the hidden states after these layers (transformers' hidden_states indices: 3 = after
+        the third layer), as a fused draft head reads them; feature_rows: the features (and taps) of this many
+        last rows (default: logits_to_keep), e.g. every row of a prefill for a head that attends to the past."""
         cache = past_key_values if past_key_values is not None else self.new_cache()
         n, filled = input_ids.shape[1], cache.get_seq_length()
+        rows = max(feature_rows or logits_to_keep, logits_to_keep)
         position_ids, attention_mask = call_defaults(n, filled, position_ids, attention_mask)
         h = self.embed(input_ids)  # [1, n, hidden]
         cos, sin = self.rotary(h, position_ids)  # [1, n, head_dim] each
+        tapped = []
         for index, layer in enumerate(self.lean_layers):
             h = h + self._attention(layer, layer.input_norm(h), cos, sin, attention_mask, cache, index)
             gate, up = layer.gate_up(layer.post_norm(h)).chunk(2, dim=-1)  # [1, n, intermediate] each
             h = h + layer.down(F.silu(gate) * up)
-        features = self.norm(h[:, -logits_to_keep:])  # [1, keep, hidden]
-        return LeanOutput(logits=self.head(features), features=features)  # logits [1, keep, V]
+            if index + 1 in taps:
+                tapped.append(h[:, -rows:])  # [1, rows, hidden]
+        features = self.norm(h[:, -rows:])  # [1, rows, hidden]
+        logits = self.head(features[:, -logits_to_keep:])  # [1, keep, V]
+        return LeanOutput(logits=logits, features=features, taps=torch.stack(tapped, dim=2) if taps else None)
 
     def _attention(self, layer: LeanLayer, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
                    mask: torch.Tensor, cache: GrowingCache, index: int) -> torch.Tensor:
