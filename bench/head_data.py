@@ -1,13 +1,16 @@
 """The draft head's training data, written by the target itself (no corpus is reachable): shards on disk.
 
-Three sources, each cut into shards of a few thousand tokens:
+Four sources, each cut into shards of a few thousand tokens:
 - `chat`: the target's answers to assets/draft_head/train_prompts.json (templates over chat, code, summaries and
   reasoning), greedy and sampled (the temperatures cycle per shard);
 - `magpie`: prompts the target writes itself from the chat template's user header alone (Magpie, Xu et al.
   2024: the template up to `<|im_start|>user\\n`, sampled until `<|im_end|>`), then its answers to them;
 - `docs`: text already on the machine (documentation, licence and README files under the virtual environment
   and /usr/share/doc), cut into pieces and placed as the assistant's answer of a chat, teacher-forced only
-  (no sampling: the cheapest tokens, one forward per sequence).
+  (no sampling: the cheapest tokens, one forward per sequence; on a busy 2-core VM about 10x cheaper a token
+  than the sampled answers);
+- `code`: pieces of the Python sources under the virtual environment (docstrings and code), placed and
+  teacher-forced the same way (users ask for code).
 Held-out prompts (assets/bench_prompts.json, the head's val_prompts.json, the calibration prompts) are never
 answered: a Magpie prompt equal to one (case and spacing aside) is dropped.
 
@@ -51,6 +54,9 @@ HELD_OUT_FILES = (REPO / "assets" / "bench_prompts.json", draft_head.HEAD_DIR / 
 DOC_ROOTS = (REPO / ".venv" / "lib", Path("/usr/share/doc"))
 DOC_ASKS = ("Show me the documentation.", "What does the text say?", "Write it out in full, please.",
             "Please write the section.", "Give me the full text.")
+CODE_ASKS = ("Write the Python code.", "Show me the implementation.", "Write this module in Python.",
+             "Please write the function.", "Give me the code.")
+SOURCES = ("chat", "magpie", "docs", "code")
 Log = Callable[[str], None]
 
 
@@ -59,8 +65,9 @@ class Plan:
     """What to make: shards of each source (how many, prompts per shard), tokens per answer, temperatures."""
 
     chat_shards: int = 32
-    magpie_shards: int = 16
-    docs_shards: int = 24
+    magpie_shards: int = 8
+    docs_shards: int = 40
+    code_shards: int = 24
     batch: int = 48  # sequences per shard (answered together)
     new_tokens: int = 160
     temperatures: tuple[float, ...] = (0.0, 0.8)  # cycled per shard: greedy and the bench's sampled
@@ -83,12 +90,11 @@ def normal(text: str) -> str:
 
 
 def shard_names(plan: Plan) -> list[tuple[str, int]]:
-    """(source, index) of every shard, interleaved so that an early stop still has every source."""
-    names = [("chat", i) for i in range(plan.chat_shards)]
-    names += [("magpie", i) for i in range(plan.magpie_shards)]
-    names += [("docs", i) for i in range(plan.docs_shards)]
-    order = {"chat": 0, "magpie": 1, "docs": 2}
-    return sorted(names, key=lambda n: (n[1] // 2 if n[0] != "docs" else n[1] // 3, order[n[0]], n[1]))
+    """(source, index) of every shard, interleaved in proportion (each source's shards spread evenly over the
+    run), so that a run stopped early holds every source in the planned shares."""
+    counts = {source: getattr(plan, f"{source}_shards") for source in SOURCES}
+    names = [(source, i) for source, count in counts.items() for i in range(count)]
+    return sorted(names, key=lambda n: ((n[1] + 0.5) / counts[n[0]], SOURCES.index(n[0])))
 
 
 def make(work: Path, plan: Plan, model, tokenizer, log: Log) -> list[Path]:
@@ -113,13 +119,15 @@ def sequences(source: str, index: int, plan: Plan, model, tokenizer, held: set[s
               ) -> tuple[list[list[int]], list[int], dict]:
     """One shard's token sequences (chat template + answer), each one's first answer index, and how they were
     made."""
-    seed = plan.seed * 1_000_003 + {"chat": 1, "magpie": 2, "docs": 3}[source] * 10_007 + index
+    seed = plan.seed * 1_000_003 + (SOURCES.index(source) + 1) * 10_007 + index
     torch.manual_seed(seed)
     temperature = plan.temperatures[index % len(plan.temperatures)]
     about = {"source": source, "index": index, "seed": seed}
-    if source == "docs":
-        pieces = doc_pieces(tokenizer, index, plan.batch, seed)
-        seqs = [chat_ids(tokenizer, DOC_ASKS[i % len(DOC_ASKS)]) + piece for i, piece in enumerate(pieces)]
+    if source in ("docs", "code"):
+        pieces = text_pieces(tokenizer, doc_files() if source == "docs" else code_files(), plan.batch, seed,
+                             prose=source == "docs")
+        asks = DOC_ASKS if source == "docs" else CODE_ASKS
+        seqs = [chat_ids(tokenizer, asks[i % len(asks)]) + piece for i, piece in enumerate(pieces)]
         return seqs, [len(s) - len(p) for s, p in zip(seqs, pieces, strict=True)], about
     if source == "chat":
         prompts = json.loads(TRAIN_PROMPTS.read_text())["prompts"]
@@ -205,21 +213,37 @@ def doc_files() -> list[Path]:
     return found
 
 
-def doc_pieces(tokenizer, index: int, count: int, seed: int, tokens: int = 224) -> list[list[int]]:
-    """`count` pieces of up to `tokens` tokens of mostly-prose text from files drawn for this shard (+ end)."""
-    files = doc_files()
+def code_files() -> list[Path]:
+    """Python sources under the virtual environment (not tests), in a fixed order."""
+    root = DOC_ROOTS[0]
+    if not root.is_dir():
+        return []
+    return [p for p in sorted(root.rglob("*.py")) if "test" not in str(p.relative_to(root)).lower()
+            and 2_000 < p.stat().st_size < 200_000]
+
+
+def text_pieces(tokenizer, files: list[Path], count: int, seed: int, prose: bool = True, tokens: int = 224
+                ) -> list[list[int]]:
+    """`count` pieces of up to `tokens` tokens from files drawn by `seed` (+ the end token): prose starts anywhere
+    (its first, cut word dropped) and must be mostly letters; code starts at a line that opens a def or class."""
     rng = random.Random(seed)
     end = tokenizer.convert_tokens_to_ids("<|im_end|>")
     pieces: list[list[int]] = []
     for _ in range(40 * count):
         if len(pieces) >= count or not files:
             break
-        text = files[rng.randrange(len(files))].read_text(errors="replace")
-        text = re.sub(r"\n{3,}", "\n\n", text)
-        if sum(c.isalpha() or c.isspace() for c in text) < 0.8 * len(text) or len(text) < 400:
+        text = re.sub(r"\n{3,}", "\n\n", files[rng.randrange(len(files))].read_text(errors="replace"))
+        if len(text) < 400 or (prose and sum(c.isalpha() or c.isspace() for c in text) < 0.8 * len(text)):
             continue
-        start = rng.randrange(max(1, len(text) - 1500))
-        ids = tokenizer(text[start: start + 1500])["input_ids"][1: tokens]  # drop the cut first word
+        if prose:
+            start = rng.randrange(max(1, len(text) - 1500))
+            ids = tokenizer(text[start: start + 1500])["input_ids"][1: tokens]
+        else:
+            opens = [m.start() for m in re.finditer(r"^(def|class|    def) ", text, re.MULTILINE)]
+            if not opens:
+                continue
+            start = opens[rng.randrange(len(opens))]
+            ids = tokenizer(text[start: start + 1500])["input_ids"][: tokens]
         if len(ids) > 32:
             pieces.append(ids + [end])
     return pieces

@@ -1,10 +1,14 @@
-"""`python -m bench train-head`: train the embedded pair's draft head (draft_head.py) on the target's own answers.
+"""`python -m bench train-head`: train the embedded-head pair's draft head; one command, the whole pipeline.
 
-How the shipped head (assets/draft_head/) was made, reproducibly (seeded; head.json's made_by has the exact
-commands: answer runs saved with --save-data --answers-only, ~15 min per 60k tokens on one core, then one
-training run over the saved files):
+The default kind, `--kind fused`, is the fused head (decoding/models/head/fused.py): data the target writes itself,
+training, the held-out check against the shipped head, the card, shipping only a better head
+(bench/head_pipeline.py says how; `python -m bench train-head --help` lists the flags).
+
+`--kind mlp` is how the MLP head (decoding/models/head/weights.py, shipped before the fused one) was trained,
+reproducibly (seeded; its head.json's made_by has the exact commands: answer runs saved with --save-data
+--answers-only, ~15 min per 60k tokens on one core, then one training run over the saved files):
 1. answers: the target answers prompts of assets/draft_head/train_prompts.json (templates over chat, code,
-   summary, reasoning; none is a bench prompt; the shipped head used the first 896 of its 1536), sampled at
+   summary, reasoning; none is a bench prompt; the MLP head used the first 896 of its 1536), sampled at
    T = 1 / 0.7 (the first 384) and greedy / T = 0.8 (the bench's temperatures: the rest), alternating batches;
 2. features: one teacher-forced target forward per answer gives every position's final-normed feature f_t;
 3. training: for each answer position t, the head predicts f_{t+1} from (f_t, e(x_{t+1})), then f_{t+2} from
@@ -15,12 +19,11 @@ training run over the saved files):
 It prints the held-out acceptance sum_x min(p, q) at every level (a tenth of the ANSWERS, whole answers unseen
 in training: a split by positions leaks neighbouring positions of the same answer and overstates it).
 
-    python -m bench train-head [--out DIR] [--prompts N] [--samples S] [--new-tokens N] [--epochs E]
+    python -m bench train-head --kind mlp [--out DIR] [--prompts N] [--samples S] [--new-tokens N] [--epochs E]
         [--levels L] [--inner W] [--lr LR] [--train-batch B] [--device cpu|cuda] [--data FILE ...]
 
---device cuda runs all three stages on a GPU (the answers in batches of --batch, e.g. 256; the features; the
-training), where ten times the shipped head's data takes minutes instead of the hours two CPU cores need;
---samples draws several answers per prompt. The head is saved in float16 on the CPU either way.
+--device cuda runs every stage on a GPU, where ten times the data takes minutes instead of the hours two CPU
+cores need. The head is saved in float16 on the CPU either way.
 """
 
 from __future__ import annotations
@@ -40,27 +43,85 @@ PROMPTS = draft_head.HEAD_DIR / "train_prompts.json"
 IM_START = 1  # SmolLM2's <|im_start|>: the answer starts 2 tokens after the last one
 
 
+MLP_ONLY = ("prompts", "first_prompt", "epochs", "data", "save_data", "answers_only", "samples")
+DEFAULTS = {  # per kind, for the flags both kinds read
+    "fused": {"batch": 48, "new_tokens": 160, "temperatures": "0,0.8", "levels": 3, "train_batch": 12},
+    "mlp": {"batch": 32, "new_tokens": 192, "temperatures": "1.0,0.7", "levels": 2, "train_batch": 256},
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from decoding.models.cache_dir import cache_root
+
     p = argparse.ArgumentParser(prog="python -m bench train-head", description=__doc__.split("\n")[0])
+    p.add_argument("--kind", choices=("fused", "mlp"), default="fused",
+                   help="fused: the EAGLE-3-style head and the whole pipeline (default); mlp: the earlier MLP head")
     p.add_argument("--out", default=str(draft_head.HEAD_DIR), help="folder for head.safetensors and head.json")
-    p.add_argument("--prompts", type=int, default=384, help="how many training prompts to answer")
-    p.add_argument("--first-prompt", type=int, default=0, help="index of the first prompt to answer")
-    p.add_argument("--temperatures", default="1.0,0.7", help="sampling temperature per batch, cycled (0 = greedy)")
-    p.add_argument("--batch", type=int, default=32, help="answers sampled together")
-    p.add_argument("--new-tokens", type=int, default=192, help="tokens per answer at most")
-    p.add_argument("--epochs", type=float, default=2.0, help="passes over the answer positions")
+    p.add_argument("--work", default=str(cache_root() / "head-train"),
+                   help="fused: where the data shards, the checkpoint and the candidate head go (resumable)")
+    p.add_argument("--chat-shards", type=int, default=32, help="fused: shards of answers to the training prompts")
+    p.add_argument("--magpie-shards", type=int, default=8, help="fused: shards of answers to prompts it writes")
+    p.add_argument("--docs-shards", type=int, default=40, help="fused: shards of documentation text")
+    p.add_argument("--code-shards", type=int, default=24, help="fused: shards of Python source")
+    p.add_argument("--steps", type=int, default=2400, help="fused: training steps")
+    p.add_argument("--heads", type=int, default=4, help="fused: attention heads of the head's layer")
+    p.add_argument("--taps", default="3,16", help="fused: the target layers fused with its final feature")
+    p.add_argument("--dtype", default="bfloat16", help="fused: the target's dtype while it writes the data")
+    p.add_argument("--eval-prompts", default=str(draft_head.HEAD_DIR / "val_prompts.json"),
+                   help="fused: held-out prompts of the check (never trained on)")
+    p.add_argument("--eval-tokens", type=int, default=64, help="fused: tokens decoded per held-out prompt")
+    p.add_argument("--ship", choices=("auto", "always", "never"), default="auto",
+                   help="fused: replace --out with the new head when it beats the shipped one (auto), or not")
+    p.add_argument("--stop-after", choices=("data", "train"), default=None, help="fused: stop after this stage")
+    p.add_argument("--prompts", type=int, default=None, help="mlp: how many training prompts to answer (384)")
+    p.add_argument("--first-prompt", type=int, default=None, help="mlp: index of the first prompt to answer")
+    p.add_argument("--temperatures", default=None,
+                   help="sampling temperature per batch (mlp) or shard (fused), cycled (0 = greedy)")
+    p.add_argument("--batch", type=int, default=None, help="answers sampled together (a shard's sequences)")
+    p.add_argument("--new-tokens", type=int, default=None, help="tokens per answer at most")
+    p.add_argument("--epochs", type=float, default=None, help="mlp: passes over the answer positions (2)")
     p.add_argument("--head-size", type=int, default=draft_head.HeadConfig.head_size, help="token ids the head scores")
     p.add_argument("--inner", type=int, default=draft_head.HeadConfig.inner, help="width of the head's MLP")
-    p.add_argument("--levels", type=int, default=2, help="unrolled draft levels trained (the chain's depth)")
-    p.add_argument("--lr", type=float, default=1e-3, help="peak learning rate (one-cycle)")
-    p.add_argument("--data", nargs="+", default=None, help="answers+features files saved earlier (skips 1-2)")
-    p.add_argument("--save-data", default=None, help="save the answers+features here (safetensors)")
-    p.add_argument("--answers-only", action="store_true", help="stop after saving the answers+features")
-    p.add_argument("--samples", type=int, default=1, help="answers sampled per prompt (more data from as many prompts)")
-    p.add_argument("--train-batch", type=int, default=256, help="examples per training step")
+    p.add_argument("--levels", type=int, default=None, help="unrolled draft levels trained (the chain's depth)")
+    p.add_argument("--lr", type=float, default=1e-3, help="peak learning rate")
+    p.add_argument("--data", nargs="+", default=None, help="mlp: answers+features files saved earlier (skips 1-2)")
+    p.add_argument("--save-data", default=None, help="mlp: save the answers+features here (safetensors)")
+    p.add_argument("--answers-only", action="store_true", default=None,
+                   help="mlp: stop after saving the answers+features")
+    p.add_argument("--samples", type=int, default=None,
+                   help="mlp: answers sampled per prompt (more data from as many prompts)")
+    p.add_argument("--train-batch", type=int, default=None, help="examples (mlp) or sequences (fused) a step")
     p.add_argument("--device", default="cpu", help="cpu or cuda: where the answers, features and training run")
     p.add_argument("--seed", type=int, default=0)
     return p
+
+
+def resolve(args) -> str | None:
+    """Fill each kind's defaults; a one-line error for flags of the other kind or values out of range."""
+    for name, value in DEFAULTS[args.kind].items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    if args.kind == "fused":
+        given = [f"--{n.replace('_', '-')}" for n in MLP_ONLY if getattr(args, n) is not None]
+        if given:
+            return f"{', '.join(given)} belong to --kind mlp (the fused pipeline makes its own data shards)"
+        try:
+            args.taps = tuple(int(t) for t in args.taps.split(","))
+            args.temperatures = tuple(float(t) for t in args.temperatures.split(","))
+        except ValueError:
+            return "--taps and --temperatures take comma-separated numbers, e.g. --taps 3,16 --temperatures 0,0.8"
+        if list(args.taps) != sorted(set(args.taps)) or min(args.taps) < 1:
+            return "--taps are increasing layer numbers from 1, e.g. 3,16"
+        if min(args.steps, args.batch, args.train_batch, args.levels, args.heads, args.eval_tokens) < 1:
+            return "--steps, --batch, --train-batch, --levels, --heads and --eval-tokens must be at least 1"
+        if not Path(args.eval_prompts).is_file():
+            return f"--eval-prompts: no such file {args.eval_prompts}"
+        return None
+    for name, value in {"prompts": 384, "first_prompt": 0, "epochs": 2.0, "samples": 1,
+                        "answers_only": False}.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    return None
 
 
 def answers(model, tokenizer, prompts: list[str], batch: int, new_tokens: int,
@@ -196,7 +257,21 @@ def held_out(objective: Objective, ex: dict[str, torch.Tensor], held: torch.Tens
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    error = resolve(args)
+    if error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if args.kind == "fused":
+        from bench import head_pipeline
+
+        return head_pipeline.run(args, argv)
+    return main_mlp(args, argv)
+
+
+def main_mlp(args, argv: list[str]) -> int:
+    """The MLP head's pipeline (the module docstring)."""
     torch.manual_seed(args.seed)
     model = embedded.load_target(args.device, lambda m: print(m, file=sys.stderr))
     if args.data:
@@ -219,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
                           model.lm_head.weight.detach()[: args.head_size], args.levels)
     stats = train(examples(data["seqs"], data["feats"], args.levels), objective, args.epochs, args.seed, args.lr,
                   args.train_batch)
-    about = {"made_by": "python -m bench train-head " + " ".join(argv or sys.argv[1:]), **stats,
+    about = {"made_by": "python -m bench train-head " + " ".join(argv), **stats,
              "answers": len(data["seqs"]), "answer_tokens": sum(map(len, data["seqs"]))}
     draft_head.save_head(head.eval(), Path(args.out), about)
     print(json.dumps(about))

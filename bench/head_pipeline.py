@@ -1,0 +1,143 @@
+"""`python -m bench train-head` (the fused head, the default kind): data, training, held-out check, card, ship.
+
+    python -m bench train-head [--work DIR] [--out DIR] [--chat-shards N] [--magpie-shards N] [--docs-shards N]
+        [--code-shards N] [--batch N] [--new-tokens N] [--temperatures 0,0.8] [--steps N] [--train-batch N]
+        [--levels L] [--lr LR] [--inner W] [--heads H] [--taps 3,16] [--eval-prompts FILE] [--eval-tokens N]
+        [--ship auto|always|never] [--stop-after data|train] [--device cpu|cuda] [--dtype bfloat16] [--seed S]
+
+1. data (bench/head_data.py): shards the target writes itself under WORK/shards, resumable and seeded;
+2. training (bench/head_train.py): the fused head, checkpointed under WORK/train, resumable;
+3. held-out check (bench/head_eval.py): the shipped head and the new one decode the held-out prompts (the head's
+   validation prompts, never trained on) in one run; exact acceptance per depth from the recorded p and q, and
+   the expected tokens a step of chains and trees, at T = 0 and 0.8;
+4. the new head and its card (head.json "about": the command, the data, the steps, the held-out table, the
+   wall times; README.md: the same as text) go to WORK/candidate; they replace --out only where the new head
+   beats the shipped one on the held-out check (--ship auto), or always / never.
+On a GPU (--device cuda) every stage runs there; the card says where. Every stage prints to stderr as it goes.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from bench import head_data, head_eval, head_train
+from decoding.models.head import weights as draft_head
+from decoding.models.head.fused import FusedConfig, FusedHead
+
+CANDIDATE = "candidate"
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def run(args, argv: list[str]) -> int:
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(args.seed)
+    walls: dict[str, float] = {}
+    plan = head_data.Plan(chat_shards=args.chat_shards, magpie_shards=args.magpie_shards,
+                          docs_shards=args.docs_shards, code_shards=args.code_shards, batch=args.batch,
+                          new_tokens=args.new_tokens, temperatures=args.temperatures, seed=args.seed,
+                          dtype=args.dtype)
+    start = time.time()
+    maker, tokenizer = head_data.load_model(args.device, args.dtype, log)
+    layers = int(maker.config.num_hidden_layers)
+    if max(args.taps) > layers:
+        log(f"error: --taps name layers up to {layers} (this target has {layers})")
+        return 2
+    folders = head_data.make(work, plan, maker, tokenizer, log)
+    del maker
+    walls["data_s"] = round(time.time() - start)
+    if args.stop_after == "data":
+        return 0
+    from decoding.models.embedded import model as embedded
+
+    model = embedded.load_target(args.device, log)
+    embed, lm_rows = model.model.embed_tokens.weight.detach(), model.lm_head.weight.detach()[: args.head_size]
+    config = FusedConfig(hidden=int(model.config.hidden_size), taps=args.taps, heads=args.heads,
+                         inner=args.inner, head_size=args.head_size)
+    train_plan = head_train.TrainPlan(steps=args.steps, batch=args.train_batch, levels=args.levels, lr=args.lr,
+                                      seed=args.seed)
+    start = time.time()
+    head, trained = head_train.train(work, folders, config, train_plan, embed, lm_rows, log)
+    walls["train_s"] = round(time.time() - start)
+    candidate = work / CANDIDATE
+    card = {"made_by": "python -m bench train-head " + " ".join(argv), "device": args.device,
+            "data": data_card(folders), "train": trained, "wall": walls}
+    draft_head.save_head(head, candidate, card)
+    if args.stop_after == "train":
+        return 0
+    start = time.time()
+    prompts = eval_prompts(args.eval_prompts)
+    results = head_eval.compare(eval_pairs(model, head, args.device), prompts, args.eval_tokens)
+    walls["eval_s"] = round(time.time() - start)
+    better = head_eval.beats(results["new"], results["shipped"])
+    card["held_out"] = {"prompts": str(args.eval_prompts), "count": len(prompts), "new_tokens": args.eval_tokens,
+                        "acceptance": {name: {t: {k: r[k] for k in ("by_depth", "nodes", "expected")}
+                                              for t, r in by_t.items()} for name, by_t in results.items()},
+                        "beats_shipped": better}
+    lines = head_eval.table_lines(results)
+    draft_head.save_head(head, candidate, card)
+    (candidate / "README.md").write_text(card_text(card, lines))
+    print("\n".join(lines))
+    ship = args.ship == "always" or (args.ship == "auto" and better)
+    log(f"the new head {'beats' if better else 'does not beat'} the shipped one on the held-out check; "
+        f"{'shipping it to ' + str(args.out) if ship else 'kept in ' + str(candidate)}")
+    if ship:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        for name in (draft_head.WEIGHTS, draft_head.CONFIG, "README.md"):
+            shutil.copyfile(candidate / name, out / name)
+    return 0
+
+
+def eval_prompts(path: Path) -> list[str]:
+    return [p["prompt"] if isinstance(p, dict) else p for p in json.loads(Path(path).read_text())["prompts"]]
+
+
+def eval_pairs(model, head: FusedHead, device: str) -> dict[str, object]:
+    """The shipped head's pair and the new head's, on the same loaded target (float32)."""
+    from decoding.models import pairs
+    from decoding.models.head.lean_fused import LeanFusedHead
+    from decoding.models.head.pair import HeadParts, head_pair
+
+    shipped = pairs.load_pair("embedded-head", device=device, progress=log)
+    lean = LeanFusedHead(head.to(shipped.target_model.device), shipped.target_model.lm_head.weight.detach()[
+        : head.config.head_size])
+    parts = HeadParts(lean, shipped.target_model.model.embed_tokens.weight.detach(), "new fused head")
+    scorer = shipped.target_session().model  # the shipped pair's own scoring forward (lean on a CPU)
+    return {"shipped": shipped, "new": head_pair(shipped.target_model, shipped.codec, scorer, parts, device)}
+
+
+def data_card(folders: list[Path]) -> dict:
+    """Per source: shards, sequences, answer tokens, seconds spent making them."""
+    out: dict[str, dict] = {}
+    for folder in folders:
+        meta = json.loads((folder / "meta.json").read_text())
+        entry = out.setdefault(meta["source"], {"shards": 0, "sequences": 0, "answer_tokens": 0, "seconds": 0})
+        entry["shards"] += 1
+        entry["sequences"] += meta["sequences"]
+        entry["answer_tokens"] += meta["answer_tokens"]
+        entry["seconds"] += round(meta["seconds"])
+    return out
+
+
+def card_text(card: dict, lines: list[str]) -> str:
+    data = "\n".join(f"- {source}: {d['shards']} shards, {d['sequences']} sequences, {d['answer_tokens']} answer "
+                     f"tokens, {d['seconds']} s" for source, d in card["data"].items())
+    train = card["train"]
+    return (f"# The fused draft head\n\nMade by `{card['made_by']}` on {card['device']}.\n\n"
+            f"Data (bench/head_data.py):\n{data}\n\n"
+            f"Training (bench/head_train.py): {train['steps']} steps over {train['sequences']} sequences "
+            f"({train['answer_tokens']} answer tokens), {train['train_seconds']} s.\n\n"
+            f"Wall times: {card['wall']}.\n\n"
+            f"Held-out check (bench/head_eval.py; {card['held_out']['count']} prompts of "
+            f"{card['held_out']['prompts']}, {card['held_out']['new_tokens']} tokens each; exact acceptance per depth "
+            f"from the recorded p and q; E = expected tokens a step):\n\n" + "\n".join(lines) + "\n")

@@ -1,0 +1,49 @@
+"""`python -m bench train-head`'s flags: bad input exits 2 with one line, before any model loads; the whole
+fused pipeline at a toy scale (slow: the embedded model) writes a candidate head with its card and ships it only
+as --ship says."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bench import train_head
+from decoding.models.head import weights as draft_head
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--data", "a.safetensors"], "--data belong to --kind mlp"),
+    (["--epochs", "3"], "--epochs belong to --kind mlp"),
+    (["--taps", "16,3"], "--taps are increasing layer numbers"),
+    (["--taps", "three"], "comma-separated numbers"),
+    (["--steps", "0"], "must be at least 1"),
+    (["--eval-prompts", "/nowhere/prompts.json"], "no such file"),
+])
+def test_bad_flags_exit_2_with_one_line(argv, says, capsys) -> None:
+    assert train_head.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert says in err and "\n" not in err and err.startswith("error: ")
+
+
+@pytest.mark.slow
+def test_the_fused_pipeline_at_toy_scale_writes_a_candidate_and_its_card(tmp_path, capsys) -> None:
+    prompts = tmp_path / "prompts.json"
+    prompts.write_text(json.dumps({"prompts": ["Name three colours.", "Write a Python function that adds 1."]}))
+    out = tmp_path / "out"
+    argv = ["--work", str(tmp_path / "work"), "--out", str(out), "--chat-shards", "1", "--magpie-shards", "0",
+            "--docs-shards", "1", "--code-shards", "1", "--batch", "2", "--new-tokens", "8", "--steps", "2",
+            "--train-batch", "2", "--eval-prompts", str(prompts), "--eval-tokens", "4", "--ship", "never"]
+    assert train_head.main(argv) == 0
+    assert not out.exists()  # --ship never: the shipped head stays
+    candidate = tmp_path / "work" / "candidate"
+    about = json.loads((candidate / draft_head.CONFIG).read_text())
+    assert about["kind"] == "fused" and about["about"]["train"]["steps"] == 2
+    assert set(about["about"]["data"]) == {"chat", "docs", "code"}
+    assert set(about["about"]["held_out"]["acceptance"]) == {"shipped", "new"}
+    assert "| new | 0.8 |" in (candidate / "README.md").read_text()
+    assert type(draft_head.load_head(candidate)).__name__ == "FusedHead"
+    capsys.readouterr()
+    assert train_head.main(argv + ["--stop-after", "train"]) == 0  # a rerun resumes: shards and checkpoint kept
+    err = capsys.readouterr().err
+    assert "data:" not in err and "from step 2 of 2" in err
