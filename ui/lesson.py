@@ -22,9 +22,9 @@ from typing import Any
 from decoding.compare.session import CompareRun
 from decoding.lab import certify as certify_mod
 from decoding.lab import language as lang
-from decoding.models.pairs import load_pair
 from decoding.run import engine
 from decoding.run.schema import Trace
+from decoding.speed.plan import load_planned
 from decoding.verify.registry import VERIFIERS
 from ui import replay_file, teach
 from ui.link_query import Link
@@ -61,7 +61,7 @@ class Idea:
 
 def replay(link: Link) -> Trace:
     """The link's run on its (toy) pair, as the page runs it: its Steps, compared when the link compares."""
-    pair = load_pair(link.controls.pair)
+    pair = load_planned(link.controls.pair)
     config = link.controls.config()
     run: engine.Run = engine.start(pair, config, link.controls.prompt)
     if link.compare:

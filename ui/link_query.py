@@ -21,7 +21,7 @@ from decoding.verify.registry import VERIFIERS, lookup, unknown_verifier
 from ui.caps import Caps
 from ui.session import PAIRS, SHAPES, Controls, field_spec, read_value
 
-TABS = ("compare", "stats", "trace", "lab", "speed", "help")  # the page's tab ids (gr.Tab(id=...))
+TABS = ("compare", "stats", "trace", "lab", "speed", "museum", "help")  # the page's tab ids (gr.Tab(id=...))
 FIELD_OF = {"pair": "pair", "target": "target", "draft": "draft", "prompt": "prompt", "verifier": "verifier",
             "tree": "branching", "sequences": "sequences", "depth": "depth", "temperature": "temperature",
             "top_k": "top_k", "top_p": "top_p", "seed": "seed", "max_new_tokens": "max_new_tokens"}

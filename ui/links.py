@@ -20,7 +20,7 @@ from ui.session import Configured, Controls, Session
 from ui.views import Out, Views, md
 
 TAB_LABELS = {"Compare verifiers": "compare", "Run statistics": "stats", "Trace: export / import": "trace",
-              "Verifier lab": "lab", "Speed": "speed", "How to read this": "help"}
+              "Verifier lab": "lab", "Speed": "speed", "Museum": "museum", "How to read this": "help"}
 # After the server wrote "?query" into the link box: the full URL (plus the tab on screen), copied.
 COPY_JS = """(q) => {
   if (!q || !q.startsWith('?')) return q;
