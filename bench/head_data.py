@@ -65,7 +65,7 @@ class Plan:
     """What to make: shards of each source (how many, prompts per shard), tokens per answer, temperatures."""
 
     chat_shards: int = 32
-    magpie_shards: int = 8
+    magpie_shards: int = 16
     docs_shards: int = 40
     code_shards: int = 24
     batch: int = 48  # sequences per shard (answered together)
@@ -121,7 +121,9 @@ def sequences(source: str, index: int, plan: Plan, model, tokenizer, held: set[s
     made."""
     seed = plan.seed * 1_000_003 + (SOURCES.index(source) + 1) * 10_007 + index
     torch.manual_seed(seed)
-    temperature = plan.temperatures[index % len(plan.temperatures)]
+    prompts = json.loads(TRAIN_PROMPTS.read_text())["prompts"]
+    rounds = index * plan.batch // len(prompts) if source == "chat" else 0  # a second pass: other temperatures
+    temperature = plan.temperatures[(index + rounds) % len(plan.temperatures)]
     about = {"source": source, "index": index, "seed": seed}
     if source in ("docs", "code"):
         pieces = text_pieces(tokenizer, doc_files() if source == "docs" else code_files(), plan.batch, seed,
@@ -130,7 +132,6 @@ def sequences(source: str, index: int, plan: Plan, model, tokenizer, held: set[s
         seqs = [chat_ids(tokenizer, asks[i % len(asks)]) + piece for i, piece in enumerate(pieces)]
         return seqs, [len(s) - len(p) for s, p in zip(seqs, pieces, strict=True)], about
     if source == "chat":
-        prompts = json.loads(TRAIN_PROMPTS.read_text())["prompts"]
         chosen = [prompts[(index * plan.batch + i) % len(prompts)] for i in range(plan.batch)]
     else:
         chosen = magpie_prompts(model, tokenizer, plan.batch, held)

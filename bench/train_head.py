@@ -60,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--work", default=str(cache_root() / "head-train"),
                    help="fused: where the data shards, the checkpoint and the candidate head go (resumable)")
     p.add_argument("--chat-shards", type=int, default=32, help="fused: shards of answers to the training prompts")
-    p.add_argument("--magpie-shards", type=int, default=8, help="fused: shards of answers to prompts it writes")
+    p.add_argument("--magpie-shards", type=int, default=16, help="fused: shards of answers to prompts it writes")
     p.add_argument("--docs-shards", type=int, default=40, help="fused: shards of documentation text")
     p.add_argument("--code-shards", type=int, default=24, help="fused: shards of Python source")
     p.add_argument("--steps", type=int, default=2400, help="fused: training steps")

@@ -10,6 +10,7 @@ import json
 import pytest
 import torch
 
+from decoding.models.cuda.graphed_target import GraphedLlama
 from decoding.models.head.feature_target import FeatureTreeLM
 from decoding.models.head.fused import FusedConfig, FusedHead
 from decoding.models.head.fused_drafter import FusedHeadTreeLM
@@ -71,10 +72,12 @@ def sessions(tiny, head, scorer):
 
 
 def scorers(tiny):
-    return {"transformers": tiny, "lean": lean_target.LeanFloatLlama(tiny)}
+    """The target's three forwards: transformers', the lean CPU one, the GPU one (graphed_target.py: run eagerly
+    here, padded to its rows buckets as it is on a GPU)."""
+    return {"transformers": tiny, "lean": lean_target.LeanFloatLlama(tiny), "graphed": GraphedLlama(tiny, padded=True)}
 
 
-@pytest.mark.parametrize("kind", ["transformers", "lean"])
+@pytest.mark.parametrize("kind", ["transformers", "lean", "graphed"])
 def test_the_target_keeps_every_positions_taps(tiny, head, kind) -> None:
     target, _ = sessions(tiny, head, scorers(tiny)[kind])
     context = [3, 7, 2, 9, 4]
@@ -86,7 +89,7 @@ def test_the_target_keeps_every_positions_taps(tiny, head, kind) -> None:
     torch.testing.assert_close(target.history, plain_rows(tiny, context + [8, 6]), atol=1e-4, rtol=1e-4)
 
 
-@pytest.mark.parametrize("kind", ["transformers", "lean"])
+@pytest.mark.parametrize("kind", ["transformers", "lean", "graphed"])
 def test_each_draft_row_is_the_unrolled_head_along_its_own_path(tiny, head, kind) -> None:
     assert_rows_follow_paths(tiny, head, *sessions(tiny, head, scorers(tiny)[kind]))
 
