@@ -124,25 +124,25 @@ class _Settings:
         """None becomes the rule's default, so traces record the value used; a bad value is one line."""
         from decoding.verify.rules.fuzzy import DEFAULT_THRESHOLD  # local: config is imported early (no torch)
 
-        if self.fuzzy_threshold is None:
-            object.__setattr__(self, "fuzzy_threshold", DEFAULT_THRESHOLD)
-        t = self.fuzzy_threshold
-        if isinstance(t, bool) or not isinstance(t, int | float) or not (math.isfinite(t) and t >= 0):
-            raise ValueError(f"the fuzzy threshold is a JS divergence in nats, >= 0 (ln 2 = 0.693 accepts every "
-                             f"candidate); got {t!r}")
-        object.__setattr__(self, "fuzzy_threshold", float(t))
+        self._fill_budget("fuzzy_threshold", DEFAULT_THRESHOLD, "the fuzzy threshold is a JS divergence in nats, "
+                          ">= 0 (ln 2 = 0.693 accepts every candidate)")
 
     def _fill_cactus_delta(self) -> None:
         """None becomes the rule's default; a bad value is one line (docs/verifiers.md §18)."""
         from decoding.verify.rules.cactus import DEFAULT_DELTA  # local: config is imported early (no torch)
 
-        if self.cactus_delta is None:
-            object.__setattr__(self, "cactus_delta", DEFAULT_DELTA)
-        d = self.cactus_delta
-        if isinstance(d, bool) or not isinstance(d, int | float) or not (math.isfinite(d) and d >= 0):
-            raise ValueError(f"the cactus delta is a divergence budget, a finite number >= 0 (0 is plain SD); "
-                             f"got {d!r}")
-        object.__setattr__(self, "cactus_delta", float(d))
+        self._fill_budget("cactus_delta", DEFAULT_DELTA, "the cactus delta is a divergence budget, a finite "
+                          "number >= 0 (0 is plain SD)")
+
+    def _fill_budget(self, name: str, default: float, what: str) -> None:
+        """A lossy rule's budget field: None becomes `default`; anything but a finite number >= 0 is refused in
+        one line that starts with `what`."""
+        if getattr(self, name) is None:
+            object.__setattr__(self, name, default)
+        v = getattr(self, name)
+        if isinstance(v, bool) or not isinstance(v, int | float) or not (math.isfinite(v) and v >= 0):
+            raise ValueError(f"{what}; got {v!r}")
+        object.__setattr__(self, name, float(v))
 
     def _check_ranges(self) -> None:
         if self.tree_depth > MAX_DEPTH:
