@@ -17,7 +17,7 @@ COLUMNS = ("exhibit", "threads", "published", "specscope", "TV of the bug", "fix
 
 def table_html(rows: Sequence[dict[str, Any]]) -> str:
     """Every exhibit as one row; a row not yet computed (no "emitted" key) shows its published number only."""
-    head = "".join(f"<th>{c}</th>" for c in COLUMNS)
+    head = "".join(f"<th style='white-space:nowrap'>{c}</th>" for c in COLUMNS)  # a header on one line
     body = "".join(_row(r) for r in rows)
     return (f"<table class='museum-table' id='museum-table'><thead><tr>{head}</tr></thead>"
             f"<tbody>{body}</tbody></table>")
@@ -34,7 +34,7 @@ def _row(r: dict[str, Any]) -> str:
 
 def reproduction_text(r: dict[str, Any]) -> str:
     if "reproduces" not in r:
-        return "press Reproduce"
+        return "not computed"
     if r["reproduces"] is None:
         return f"no number to recompute: {r['why_not']}"
     if r.get("refusal"):

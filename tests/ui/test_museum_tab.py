@@ -1,5 +1,5 @@
 """The Museum tab's handlers (ui/museum.py), fed what the page sends (None for an empty pick): the table lists every
-exhibit with its threads, Reproduce fills in the exact numbers, a pick draws the toy node, and "Open on a live
+exhibit with its threads and exact numbers from the start, a pick draws the toy node, and "Open on a live
 step" sets the controls to the exhibit's rule when the app registered it (--museum), else says how."""
 
 from __future__ import annotations
@@ -17,7 +17,19 @@ def test_the_static_table_lists_every_exhibit_and_its_threads():
     html = museum.viz_museum.table_html(museum.static_rows())
     for exhibit in lab_museum.EXHIBITS:
         assert exhibit.key in html and all(url in html for _, url in exhibit.links)
-    assert "press Reproduce" in html
+    assert "not computed" in html
+
+
+def test_a_fresh_tab_shows_every_reproduction_and_a_drawn_node():
+    """A newcomer's first look: the numbers are there and the plot is drawn (it was an empty-plot icon until a
+    button was pressed)."""
+    import gradio as gr
+
+    with gr.Blocks():
+        panel = museum.build()
+    assert panel.table.value.count("certified lossless") == len(lab_museum.EXHIBITS)
+    assert "not computed" not in panel.table.value
+    assert panel.plot.value is not None and panel.detail.value.startswith("**")
 
 
 def test_reproduce_fills_in_every_number():
