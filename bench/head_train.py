@@ -81,7 +81,7 @@ class Corpus:
         self.taps = tuple(self.shards[0].meta["taps"])
         self.answer_tokens = sum(s.end - s.start - s.answer for s in self.fit)
 
-    def batch(self, seqs: list[Sequence], window: int) -> dict[str, torch.Tensor]:
+    def batch(self, seqs: list[Sequence], window: int, device=None) -> dict[str, torch.Tensor]:
         """Padded tensors of `seqs` (each cut to `window` tokens): ids [B, L], taps [B, L, K + 1, hidden]
         float32, lse [B, L], length [B], answer [B]."""
         width = min(window, max(s.end - s.start for s in seqs))
@@ -97,34 +97,40 @@ class Corpus:
             lse[row, :n] = torch.from_numpy(np.array(shard.lse[s.start: s.start + n], dtype=np.float32))
             length[row] = n
         answer = torch.tensor([s.answer for s in seqs])
-        return {"ids": ids, "taps": taps, "lse": lse, "length": length, "answer": answer}
+        out = {"ids": ids, "taps": taps, "lse": lse, "length": length, "answer": answer}
+        return {key: value.to(device) for key, value in out.items()} if device is not None else out
 
 
 def level_mask(batch: dict[str, torch.Tensor], level: int) -> torch.Tensor:
     """[B, L] bool: pair j is scored at `level` where its label position j + level is inside the sequence and
     predicts an answer token (j + level + 1 >= the first answer token)."""
     width = batch["ids"].shape[1]
-    label = torch.arange(width)[None] + level  # [1, L]
+    label = torch.arange(width, device=batch["ids"].device)[None] + level  # [1, L]
     return (label <= batch["length"][:, None] - 1) & (label + 1 >= batch["answer"][:, None])
 
 
 def losses(head: FusedHead, batch: dict[str, torch.Tensor], embed: torch.Tensor, lm_rows: torch.Tensor,
            levels: int, mix: float) -> tuple[torch.Tensor, list[dict[str, float]]]:
     """(the weighted loss, per level: mean acceptance sum min(p, q) at T = 1, top-1 agreement, rows scored)."""
-    cpu = batch["taps"].device.type == "cpu"
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=cpu):
+    kind = batch["taps"].device.type  # the products in bfloat16 on the CPU or a GPU (autocast)
+    with torch.autocast(kind, dtype=torch.bfloat16):
         states = head.unrolled(batch["taps"], batch["ids"], embed, levels)
-    f = batch["taps"][:, :, -1]  # [B, L, hidden]: the target's final features
+    scored = level_mask(batch, 1)  # [B, L]: a label position of any level is one of level 1's (shifted)
+    first = scored.nonzero(as_tuple=True)
+    at = torch.full(scored.shape, -1, dtype=torch.long, device=scored.device)
+    at[first[0], first[1] + 1] = torch.arange(len(first[0]), device=scored.device)  # label position -> row of p
+    with torch.no_grad(), torch.autocast(kind, dtype=torch.bfloat16):
+        f = batch["taps"][first[0], first[1] + 1, -1]  # [N1, hidden]: the target's final features there
+        p_all_logits = (f @ lm_rows.T).float()  # [N1, H], once for every level
+    p_all = torch.exp(p_all_logits - batch["lse"][first[0], first[1] + 1][:, None])  # exact p, mass <= 1
     total, stats = 0.0, []
     for level, h in enumerate(states, start=1):
-        mask = level_mask(batch, level)
-        rows = mask.nonzero(as_tuple=True)
-        labels = (rows[0], rows[1] + level)
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=cpu):
+        rows = level_mask(batch, level).nonzero(as_tuple=True)
+        label_rows = at[rows[0], rows[1] + level]  # [N]: every level's label position is scored at level 1
+        with torch.autocast(kind, dtype=torch.bfloat16):
             q_logits = head.logits(h[rows], lm_rows)  # [N, H]
-            p_logits = f[labels] @ lm_rows.T  # [N, H]
         log_q = torch.log_softmax(q_logits.float(), -1)
-        p = torch.exp(p_logits.float() - batch["lse"][labels][:, None])  # [N, H]: exact p, mass <= 1
+        p, p_logits = p_all[label_rows], p_all_logits[label_rows]  # [N, H]
         alpha = torch.minimum(p, log_q.exp()).sum(-1)  # [N]
         ce = -(p * log_q).sum(-1)
         row_loss = (1 - mix) * ce + mix * -torch.log(alpha + 1e-6)
@@ -139,8 +145,8 @@ def held_out_check(head: FusedHead, corpus: Corpus, plan: TrainPlan, embed, lm_r
     sums = [{"alpha": 0.0, "top1": 0.0, "rows": 0} for _ in range(plan.levels)]
     with torch.no_grad():
         for i in range(0, len(corpus.held), plan.batch):
-            _, stats = losses(head, corpus.batch(corpus.held[i: i + plan.batch], plan.window), embed, lm_rows,
-                              plan.levels, 0.0)
+            batch = corpus.batch(corpus.held[i: i + plan.batch], plan.window, lm_rows.device)
+            _, stats = losses(head, batch, embed, lm_rows, plan.levels, 0.0)
             for acc, s in zip(sums, stats, strict=True):
                 acc["alpha"] += s["alpha"] * s["rows"]
                 acc["top1"] += s["top1"] * s["rows"]
@@ -164,7 +170,8 @@ def train(work: Path, folders: list[Path], config: FusedConfig, plan: TrainPlan,
     if corpus.taps != config.taps:
         raise ValueError(f"the shards hold taps {corpus.taps}, the head reads {config.taps}: make the data again")
     torch.manual_seed(plan.seed)
-    head = FusedHead(config)
+    device = lm_rows.device
+    head = FusedHead(config).to(device)
     opt = torch.optim.AdamW(head.parameters(), lr=plan.lr, weight_decay=0.01, betas=(0.9, 0.95))
     draw = torch.Generator().manual_seed(plan.seed + 1)
     step, seconds, history = load_checkpoint(work, config, plan, head, opt, draw)
@@ -176,8 +183,8 @@ def train(work: Path, folders: list[Path], config: FusedConfig, plan: TrainPlan,
             group["lr"] = lr_at(step, plan)
         picks = torch.multinomial(corpus.weights, plan.batch, replacement=True, generator=draw).tolist()
         mix = MIX * min(1.0, step / (plan.steps / 2))
-        loss, stats = losses(head, corpus.batch([corpus.fit[i] for i in picks], plan.window), embed, lm_rows,
-                             plan.levels, mix)
+        batch = corpus.batch([corpus.fit[i] for i in picks], plan.window, device)
+        loss, stats = losses(head, batch, embed, lm_rows, plan.levels, mix)
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(head.parameters(), 1.0)
