@@ -62,7 +62,8 @@ CSS = (".specscope-status p { margin: 0.2em 0; } #tree-plot { min-height: 320px;
        # an empty plot (before the first Step, comparison, run or lab check) takes no room, not a placeholder icon
        "#compare-multiples:has(.empty), #compare-laws:has(.empty), #compare-runs-plot:has(.empty), "
        "#tree-plot:has(.empty), #generated-text:has(.empty), #node-plot:has(.empty), #stats-plot:has(.empty), "
-       "#speed-plot:has(.empty), #lab-seq-plot:has(.empty), #lab-tradeoff-plot:has(.empty) "
+       "#speed-plot:has(.empty), #lab-seq-plot:has(.empty), #lab-tradeoff-plot:has(.empty), "
+       "#lab-price-plot:has(.empty), #museum-plot:has(.empty) "
        "{ display: none !important; } "
        # below ~1000 px the controls and the step's views stack, each at the page's whole width (two columns
        # there left the tree, the node chart and the tests table ~380 px: titles cut, one letter per line)

@@ -313,11 +313,11 @@ def build(registry: Mapping[str, Verifier]) -> dict[str, Any]:
     price_md = gr.Markdown(elem_id="lab-price-md")
     price_plot = gr.Plot(label="acceptance vs TV", elem_id="lab-price-plot")
     price_table = gr.Dataframe(headers=viz_frontier.BUDGET_HEADERS, interactive=False, label="budget vs emitted",
-                               elem_id="lab-price-table")
+                               elem_id="lab-price-table", visible=False)  # shown once drawn: no empty table
 
     def price_click(table_value):
         figure, rows, note = price_chart(registry, table_value)
-        return figure, rows, note
+        return figure, gr.update(value=rows, visible=bool(rows)), note
 
     price_btn.click(price_click, [table], [price_plot, price_table, price_md])
     return {"table": table, "node_plot": node_plot, "preset": preset}
