@@ -28,6 +28,7 @@ from ui import (
     controls,
     decode,
     endpoints,
+    engine_trace,
     help,
     inspector,
     lab,
@@ -162,6 +163,7 @@ def build_page(default_pair: str = "embedded", notices: tuple[str, ...] = (),
         links.wire(demo, views, sharing, tabs, tree.slider, default, decode_queue, runs)
         run_stats.wire(views, stats, decode_queue)
         changes += trace_io.wire(views, traces, runs, default, decode_queue)
+        engine_trace.wire(traces.engine, state, runs)
         compare.wire(views, versus, decode_queue)
         speed.wire(fast, state, runs, decode_queue)
         museum.wire(exhibits, panel.widgets)

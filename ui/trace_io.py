@@ -14,7 +14,7 @@ from pathlib import Path
 import gradio as gr
 
 from decoding.run.schema import Trace, read_trace_file, trace_to_json
-from ui import decode, replay_file, trace_run
+from ui import decode, engine_trace, replay_file, trace_run
 from ui.endpoints import public
 from ui.run_cache import RunCache
 from ui.session import Controls, Session
@@ -33,6 +33,7 @@ class TraceIO:
     file: gr.File
     legacy_export: gr.Button  # never shown: carries the old endpoint name /export (ui.endpoints.LEGACY)
     export_html: gr.Button | None = None  # the run as one HTML replay file that needs no server (ui/replay_file.py)
+    engine: engine_trace.EngineTracePanel | None = None  # engine records in, this run out (ui/engine_trace.py)
 
     @classmethod
     def build(cls) -> TraceIO:
@@ -49,7 +50,8 @@ class TraceIO:
                         "from the run's records, with no server and no network.", elem_id="export-html-note")
             file = gr.File(label="trace file", interactive=False, elem_id="trace-file")
             legacy = gr.Button(visible=False)
-        return cls(export, upload, file, legacy, html_button)
+            engine = engine_trace.build()
+        return cls(export, upload, file, legacy, html_button, engine)
 
 
 def export(session: Session | None, runs: RunCache | None = None) -> tuple[str | None, str]:

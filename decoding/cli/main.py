@@ -1,4 +1,4 @@
-"""The command line: `python -m decoding generate|compare|certify ...`.
+"""The command line: `python -m decoding generate|compare|certify|museum|engine-trace ...`.
 
 `bench ...` and `train-head ...` are handed to the top-level `bench` package (`python -m bench ...`, where
 they moved; handoff.py says why there is no import). User errors (bad flags, bad prompt, models that cannot
@@ -38,6 +38,11 @@ def build_parser() -> argparse.ArgumentParser:
     from decoding.cli import museum as museum_cli
 
     museum_cli.add_flags(mus)
+    eng = sub.add_parser("engine-trace", help="an engine's speculative-decoding record (vLLM, SGLang, llama.cpp): "
+                         "per-position acceptance, histogram, cliff, beside the exact expectation; or --export a run")
+    from decoding.cli import engine_trace as engine_trace_cli
+
+    engine_trace_cli.add_flags(eng)
     sub.add_parser("train-head", help="train the embedded-head pair's draft head: `python -m bench train-head`",
                    add_help=False)
     sub.add_parser("bench", help="benchmarks (not tests): `python -m bench WHICH ...`", add_help=False)
@@ -172,6 +177,10 @@ def _dispatch(args) -> int:
         from decoding.cli import museum as museum_cli
 
         return museum_cli.run(args)
+    if args.command == "engine-trace":
+        from decoding.cli import engine_trace as engine_trace_cli
+
+        return engine_trace_cli.run(args)
     raise AssertionError(f"unhandled command {args.command!r}")
 
 
