@@ -91,7 +91,7 @@ def check_case(entry: Verifier, language: TinyLanguage, shape: tuple[int, ...], 
         trees += 1
     length = len(shape) + 1
     got, want = pad(mixture, language, length), pad({(): 1.0}, language, length)
-    p0, q0, k0, law = language.p(()), language.q(()), shape[0], str(entry.law)
+    p0, q0, k0, law = language.p(()), language.q(()), shape[0], entry.law  # the object: a law with settings too
     return Case(language.name, shape, tv(got, want), trees, tokens, accept,
                 optimal_acceptance(p0, q0, k0, law), membership_bound(p0, q0, k0, law), got, want)
 

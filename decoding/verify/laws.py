@@ -127,6 +127,11 @@ class Law:
     def __repr__(self) -> str:
         return f"laws.get({self.name!r})"
 
+    def single_draw(self, q: torch.Tensor) -> torch.Tensor:
+        """The law of one candidate when k = 1: q itself for every registry law; a law that bends q first (Saguaro
+        sampling, verify/saguaro.py) returns the law it really draws from, which the k = 1 optimum reads."""
+        return q
+
     def width(self, q: torch.Tensor, k: int) -> int:
         """How many candidates a node asks this law for when its shape says k: at most q's support for a law
         that draws distinct tokens (`within_support`), k for one that may repeat them (iid, gumbel)."""

@@ -175,7 +175,7 @@ def optimal_acceptance(p: torch.Tensor, q: torch.Tensor, k: int, law: str | laws
     p, q = as_law(p), as_law(q)
     law = _law(law, q, k)
     if k == 1 and not isinstance(law, laws.TopK):
-        return float(torch.minimum(p, q).sum())
+        return float(torch.minimum(p, as_law(law.single_draw(q))).sum())
     return _optimum(law, p, q, k)
 
 
