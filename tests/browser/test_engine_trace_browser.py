@@ -1,6 +1,7 @@
 """The Trace tab's Engine traces panel in the real page: a vLLM record uploaded (PR #48915's example) is drawn with
-its per-position rates and the embedded pair's exact expectation beside it, its numbers in words; a bad record
-shows its one-line reason and the page keeps serving. Screenshots in tests/output/ (engine_trace_*.png)."""
+its per-position rates and the embedded pair's exact expectation beside it, its numbers in words, with no serious
+axe-core violation on the tab; a bad record shows its one-line reason and the page keeps serving. Screenshots in
+tests/output/ (engine_trace_*.png)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 
 import pytest
 
+from tests.browser.axe import serious, summary, violations
 from tests.browser.waits import wait_text, wait_value
 from tests.served import OUTPUT, ROOT, open_tab, opened
 
@@ -46,6 +48,8 @@ def test_a_vllm_record_is_drawn_beside_the_exact_expectation(browser, app_url, t
         page.locator("#engine-trace-plot").screenshot(path=str(OUTPUT / "engine_trace_vllm.png"))
         page.locator("#engine-trace-plot").scroll_into_view_if_needed()
         page.screenshot(path=str(OUTPUT / "engine_trace_vllm_page.png"))
+        found = serious(violations(page))  # the drawn panel adds no serious or critical accessibility violation
+        assert found == [], summary(found)
 
         bad = tmp_path / "bad.json"
         bad.write_text(json.dumps({"metrics": {"speculative_decoding": {
