@@ -104,11 +104,11 @@ def eval_prompts(path: Path) -> list[str]:
 
 def eval_pairs(model, head: FusedHead, device: str) -> dict[str, object]:
     """The shipped head's pair and the new head's, on the same loaded target (float32)."""
-    from decoding.models import pairs
     from decoding.models.head.lean_fused import LeanFusedHead
     from decoding.models.head.pair import HeadParts, head_pair
+    from decoding.speed.plan import load_planned
 
-    shipped = pairs.load_pair("embedded-head", device=device, progress=log)
+    shipped = load_planned("embedded-head", device=device, progress=log)
     lean = LeanFusedHead(head.to(shipped.target_model.device), shipped.target_model.lm_head.weight.detach()[
         : head.config.head_size])
     parts = HeadParts(lean, shipped.target_model.model.embed_tokens.weight.detach(), "new fused head")
