@@ -10,8 +10,10 @@ The loss mixes KL's cross-entropy with the acceptance itself (LK losses, Samarin
 limited capacity trained on KL alone settles where the acceptance sum_x min(p, q) is not the largest): per
 row (1 - mix) * CE(p, q) + mix * -log(sum_x min(p, q)), with `mix` rising linearly from 0 to MIX over the
 first half of training (-log alpha from the start trains badly: tiny, unstable gradients where q is far from
-p), and level d weighted LEVEL_DECAY^(d - 1). AdamW, warm-up then cosine decay. The head's forward and its products
-run in bfloat16 on the CPU (autocast: 3-6x faster than float32 on an AVX-512 EPYC).
+p), and level d weighted LEVEL_DECAY^(d - 1). A feature regression (EAGLE's: smooth L1 between out_norm(h) and
+the target's final feature at the label position, weight REGRESS) gives every row a dense signal beside p's.
+AdamW, warm-up then cosine decay. The head's forward and its products run in bfloat16 on the CPU (autocast: 3-6x
+faster than float32 on an AVX-512 EPYC).
 
 A checkpoint (the head, the optimiser, the step, the random generators) is written every `every` steps into
 work/train/ and picked up by a rerun with the same plan: an interrupted run continues where it stopped.
@@ -27,11 +29,13 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from bench.head_data import Shard, read_shard
 from decoding.models.head.fused import FusedConfig, FusedHead
 
 MIX = 0.5  # the share of -log(acceptance) in the loss at the end of the ramp
+REGRESS = 0.1  # weight of the feature regression: out_norm(h) against the target's feature at the label position
 LEVEL_DECAY = 0.8
 Log = Callable[[str], None]
 
@@ -133,7 +137,9 @@ def losses(head: FusedHead, batch: dict[str, torch.Tensor], embed: torch.Tensor,
         p, p_logits = p_all[label_rows], p_all_logits[label_rows]  # [N, H]
         alpha = torch.minimum(p, log_q.exp()).sum(-1)  # [N]
         ce = -(p * log_q).sum(-1)
-        row_loss = (1 - mix) * ce + mix * -torch.log(alpha + 1e-6)
+        gold = batch["taps"][rows[0], rows[1] + level, -1]  # [N, hidden]: the target's feature there
+        regress = F.smooth_l1_loss(head.out_norm(h[rows]).float(), gold, reduction="none").mean(-1)
+        row_loss = (1 - mix) * ce + mix * -torch.log(alpha + 1e-6) + REGRESS * regress
         total = total + LEVEL_DECAY ** (level - 1) * row_loss.mean()
         agree = (q_logits.argmax(-1) == p_logits.argmax(-1)).float()
         stats.append({"alpha": float(alpha.detach().mean()), "top1": float(agree.mean()), "rows": len(alpha)})

@@ -99,7 +99,7 @@ def test_with_a_product_plan_the_rows_are_the_same(tiny, head, method) -> None:
     target, draft = sessions(tiny, head, tiny)
     few_rows.apply_plan(draft.head, {n: method for n in range(1, 9)}, pad={2: 4})
     products = [draft.head.head] + [getattr(draft.head.lean_layers[0], n)
-                                    for n in ("fuse", "qkv", "o", "gate", "up", "down")]
+                                    for n in ("fuse", "mix", "qkv", "o", "gate", "up", "down")]
     assert all(isinstance(p, few_rows.PlannedProjection) and p.plan[1] == method for p in products)
     assert_rows_follow_paths(tiny, head, target, draft)
 

@@ -7,9 +7,11 @@ layer into g_j, and a decoder layer that attends over every earlier position's (
 from a drafted node feeds the head's own output state back in place of g (the target has not seen that token),
 and training unrolls those levels the way drafting runs them ("training-time test").
 
-Pair j (one row of the layer) reads g_j and the embedding of token x_{j+1}, at rotary position j, and outputs a
-state h_j; q's logits over the head's ids are the target's lm_head rows [0, head_size) on out_norm(h_j) (q = 0
-beyond): the law of x_{j+2}. A drafted node at depth d below pair j's root reads (h of its parent, its own
+Pair j (one row of the layer) reads g_j and the embedding of token x_{j+1}, at rotary position j: they enter the
+residual stream as g_j + mix(e(x_{j+1}), g_j) (EAGLE's input layer: the token is on the stream itself, not only
+in what attention carries), then a pre-norm decoder layer (attention, gated MLP) gives the output state h_j.
+q's logits over the head's ids are the target's lm_head rows [0, head_size) on out_norm(h_j) (q = 0 beyond): the
+law of x_{j+2}. A drafted node at depth d below pair j's root reads (h of its parent, its own
 token) at position j + d and attends to pairs 0..j and its own ancestors. Every q is a function of the context
 and the tree path, fixed before a candidate is drawn: every verifier stays exact.
 
@@ -55,30 +57,39 @@ class FusedHead(nn.Module):
         self.fuse = nn.Linear((len(config.taps) + 1) * d, d, bias=False)
         self.embed_norm = nn.RMSNorm(d, eps=config.eps)
         self.state_norm = nn.RMSNorm(d, eps=config.eps)
-        self.qkv = nn.Linear(2 * d, 3 * width, bias=False)
+        self.mix = nn.Linear(2 * d, d, bias=False)
+        self.input_norm = nn.RMSNorm(d, eps=config.eps)
+        self.qkv = nn.Linear(d, 3 * width, bias=False)
         self.o = nn.Linear(width, d, bias=False)
         self.post_norm = nn.RMSNorm(d, eps=config.eps)
         self.gate = nn.Linear(d, config.inner, bias=False)
         self.up = nn.Linear(d, config.inner, bias=False)
         self.down = nn.Linear(config.inner, d, bias=False)
         self.out_norm = nn.RMSNorm(d, eps=config.eps)
+        with torch.no_grad():  # a fresh head starts from the target's final feature (g = its norm), as the MLP head
+            self.fuse.weight.zero_()
+            self.fuse.weight[:, -d:] = torch.eye(d)
 
     def fused(self, taps: torch.Tensor) -> torch.Tensor:
         """taps [.., len(taps) + 1, hidden] (the last: the final-normed feature) -> g [.., hidden]."""
         parts = [norm(taps[..., k, :]) for k, norm in enumerate(self.tap_norms)]
         return self.fuse(torch.cat(parts, dim=-1))
 
-    def qkv_of(self, g: torch.Tensor, e: torch.Tensor, positions: torch.Tensor):
-        """(state g, token embedding e) [.., n, hidden] at rotary `positions` [n] -> q, k, v [.., heads, n, dim]."""
+    def enter(self, g: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
+        """(state g, token embedding e) [.., n, hidden] -> the layer's input stream x [.., n, hidden]."""
+        return g + self.mix(torch.cat([self.embed_norm(e), self.state_norm(g)], -1))
+
+    def qkv_of(self, x: torch.Tensor, positions: torch.Tensor):
+        """The stream x [.., n, hidden] at rotary `positions` [n] -> q, k, v [.., heads, n, dim]."""
         c = self.config
-        q, k, v = self.qkv(torch.cat([self.embed_norm(e), self.state_norm(g)], -1)).chunk(3, dim=-1)
-        split = lambda x: x.unflatten(-1, (c.heads, c.head_dim)).transpose(-3, -2)  # noqa: E731
-        cos, sin = rotary(positions, c.head_dim, c.rope_base, g.device)
+        q, k, v = self.qkv(self.input_norm(x)).chunk(3, dim=-1)
+        split = lambda t: t.unflatten(-1, (c.heads, c.head_dim)).transpose(-3, -2)  # noqa: E731
+        cos, sin = rotary(positions, c.head_dim, c.rope_base, x.device)
         return rotate(split(q), cos, sin), rotate(split(k), cos, sin), split(v)
 
-    def after_attention(self, g: torch.Tensor, attended: torch.Tensor) -> torch.Tensor:
-        """g [.., n, hidden], attended [.., heads, n, dim] -> the output state h [.., n, hidden]."""
-        x = g + self.o(attended.transpose(-3, -2).flatten(-2))
+    def after_attention(self, x: torch.Tensor, attended: torch.Tensor) -> torch.Tensor:
+        """The stream x [.., n, hidden], attended [.., heads, n, dim] -> the output state h [.., n, hidden]."""
+        x = x + self.o(attended.transpose(-3, -2).flatten(-2))
         y = self.post_norm(x)
         return x + self.down(F.silu(self.gate(y)) * self.up(y))
 
@@ -102,12 +113,13 @@ class FusedHead(nn.Module):
         for level in range(1, levels + 1):
             shifted = F.pad(ids[:, level:], (0, level))  # [B, L]: x_{j+level}, 0 past the end
             positions = torch.arange(level - 1, length + level - 1, device=ids.device)
-            q, k, v = self.qkv_of(g, embed[shifted], positions)  # [B, heads, L, dim]
+            x = self.enter(g, embed[shifted])  # [B, L, hidden]
+            q, k, v = self.qkv_of(x, positions)  # [B, heads, L, dim]
             if level == 1:
                 first_keys, first_values = k, v
             else:
                 later.append((k, v))
-            g = self.after_attention(g, unrolled_attention(q, first_keys, first_values, later))
+            g = self.after_attention(x, unrolled_attention(q, first_keys, first_values, later))
             states.append(g)
         return states
 

@@ -27,7 +27,8 @@ class FusedProducts:
     """The fused head's products (few_rows reads a dataclass's product fields, as in a lean layer)."""
 
     fuse: PackedProjection  # (taps + 1) hidden -> hidden
-    qkv: PackedProjection  # 2 hidden -> 3 heads x dim
+    mix: PackedProjection  # 2 hidden -> hidden
+    qkv: PackedProjection  # hidden -> 3 heads x dim
     o: PackedProjection  # heads x dim -> hidden
     gate: PackedProjection  # hidden -> inner
     up: PackedProjection  # hidden -> inner
@@ -40,7 +41,7 @@ class LeanFusedHead:
     def __init__(self, module: FusedHead, lm_rows: torch.Tensor) -> None:
         self.module, self.config = module, module.config
         self.lean_layers = [FusedProducts(*(PackedProjection(m) for m in (
-            module.fuse, module.qkv, module.o, module.gate, module.up, module.down)))]
+            module.fuse, module.mix, module.qkv, module.o, module.gate, module.up, module.down)))]
         self.head = PackedProjection(SimpleNamespace(weight=lm_rows, bias=None))  # [.., hidden] -> [.., H]
         self.head_size = lm_rows.shape[0]
         self.taps = self.config.taps
@@ -57,13 +58,14 @@ class LeanFusedHead:
         output states h [n, hidden] and their keys and values [heads, n, dim] (for rows attended to later)."""
         c, p = self.config, self.lean_layers[0]
         m = self.module
-        q, k, v = p.qkv(torch.cat([m.embed_norm(e), m.state_norm(g)], -1)).chunk(3, dim=-1)  # [n, width] each
+        x = g + p.mix(torch.cat([m.embed_norm(e), m.state_norm(g)], -1))  # [n, hidden]: the layer's input stream
+        q, k, v = p.qkv(m.input_norm(x)).chunk(3, dim=-1)  # [n, width] each
         split = lambda x: x.unflatten(-1, (c.heads, c.head_dim)).transpose(0, 1)  # noqa: E731  [heads, n, dim]
         cos, sin = rotary(positions, c.head_dim, c.rope_base, g.device)  # [n, dim]
         q, k, v = rotate(split(q), cos, sin), rotate(split(k), cos, sin), split(v)
         keys, values = torch.cat([past_keys, k], dim=1), torch.cat([past_values, v], dim=1)  # [heads, m + n, dim]
         attended = F.scaled_dot_product_attention(q, keys, values, attn_mask=sees)  # [heads, n, dim]
-        x = g + p.o(attended.transpose(0, 1).flatten(-2))  # [n, hidden]
+        x = x + p.o(attended.transpose(0, 1).flatten(-2))  # [n, hidden]
         y = m.post_norm(x)
         return x + p.down(F.silu(p.gate(y)) * p.up(y)), k, v
 
