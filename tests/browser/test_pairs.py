@@ -155,7 +155,13 @@ STOPPED = """() => { const title = document.querySelector('#node-plot .gtitle')?
 @pytest.mark.slow
 def test_stop_leaves_the_shown_step_with_its_theory(page):
     """A Run computes no theory for the steps it passes; Stop computes it for the step it leaves on the page
-    (Stop's cancel and that event race: the app waits for the cancelled Run to hand its live run back)."""
+    (Stop's cancel and that event race: the app waits for the cancelled Run to hand its live run back). The Run is
+    made long (512 tokens) so that Stop lands in it on any machine: with the page's 48 a fast CPU finished all 13
+    steps between 'Step 3' and the click, and the test read a finished run."""
+    page.get_by_text("sampling", exact=True).click()
+    box = page.locator("#max-new-tokens-slider input[type=number]")
+    box.fill("512")
+    box.press("Tab")
     page.click("#run-btn")
     wait_status(page, "Step 3 of ", timeout_ms=180_000)
     page.click("#stop-btn")
