@@ -51,7 +51,8 @@ class TrainPlan:
     seed: int = 0
     every: int = 100  # steps between checkpoints (and held-out checks)
     held_share: float = 0.03  # sequences held out of training, for the running check
-    docs_weight: float = 0.5  # how often a docs sequence is drawn against a chat one
+    docs_weight: float = 0.3  # how often a docs sequence is drawn against a chat one (users ask for answers)
+    code_weight: float = 0.5  # and a Python-source one
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ class Corpus:
             raise ValueError("no data shards: make the data first")
         seqs, weights = [], []
         for index, shard in enumerate(self.shards):
-            weight = plan.docs_weight if shard.meta["source"] == "docs" else 1.0
+            weight = {"docs": plan.docs_weight, "code": plan.code_weight}.get(shard.meta["source"], 1.0)
             for i, answer in enumerate(shard.answer.tolist()):
                 start, end = int(shard.starts[i]), int(shard.starts[i + 1])
                 if end - start > answer + 2:
