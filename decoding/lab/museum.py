@@ -87,6 +87,12 @@ class Report:
         return out
 
 
+# transformers' test_speculative_sampling, third drafted position (V = 10): the assistant's logits 10 at token 5 and
+# -10 elsewhere (its q, the softmax); the target's logits 10 at token 8 and -inf elsewhere (one-hot at 8)
+_HF_28508_P = tuple(1.0 if i == 8 else 0.0 for i in range(10))
+_HF_28508_Q = tuple(torch.softmax(torch.tensor([10.0 if i == 5 else -10.0 for i in range(10)], dtype=F64),
+                                  dim=0).tolist())
+
 EXHIBITS: tuple[Exhibit, ...] = (
     Exhibit(
         "ssd-sync-greedy", "tanishqkumar/ssd", "Greedy acceptance of sampled drafts on the sync path at T > 0",
@@ -158,6 +164,23 @@ EXHIBITS: tuple[Exhibit, ...] = (
         why_not="a crash has no law: the reproduction is the NaN itself, refused in one line by the verifier probe; "
         "the -1 is the engine's metrics bookkeeping, which specscope does not model",
         fix_key="greedy", fix_law="topk", fix_one_hot=True, checked="PR #27077's description"),
+    Exhibit(
+        "hf-28508-always-accept", "huggingface/transformers",
+        "Every draft accepted (a faulty n_matches), a softmax residual behind it",
+        (("PR #28508", "https://github.com/huggingface/transformers/pull/28508"),
+         ("test_speculative_sampling", "https://github.com/huggingface/transformers/blob/main/tests/generation/"
+          "test_utils.py")),
+        "fixed by PR #28508 (merged): n_matches counts up to the first rejection, the residual is (p - q)_+ / sum",
+        "hf_28508_always_accept.py", _HF_28508_P, _HF_28508_Q,
+        "'accepts the draft model tokens all the time' (PR #28508's description): acceptance 1; transformers' "
+        "regression test test_speculative_sampling, at the third position here (draft 5, target one-hot at 8), expects "
+        "n_matches == 2 and tokens [1, 4, 8]: 5 rejected, 8 emitted", "acceptance", (1.0,),
+        checked="PR #28508's description and review (the residual's .softmax(dim=-1) removed: 'the paper normalizes "
+        "this vector, as opposed to a softmax'); test_speculative_sampling in tests/generation/test_utils.py",
+        notes="toy: that test's third position (V = 10; assistant logits 10 at 5, -10 elsewhere; target one-hot at "
+        "8). The bug emits q: 5 with probability 1 - 1.9e-8, the test's 8 with 2.1e-9 (the fix: 8 with "
+        "probability 1). The softmax residual was masked; drawn, it would emit 8 with e/(e + 9) = 0.2320 and every "
+        "other token, p = 0 included, with 1/(e + 9)"),
 )
 
 
