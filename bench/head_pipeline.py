@@ -3,7 +3,8 @@
     python -m bench train-head [--work DIR] [--out DIR] [--chat-shards N] [--magpie-shards N] [--docs-shards N]
         [--code-shards N] [--batch N] [--new-tokens N] [--temperatures 0,0.8] [--steps N] [--train-batch N]
         [--levels L] [--lr LR] [--inner W] [--heads H] [--taps 3,16] [--eval-prompts FILE] [--eval-tokens N]
-        [--ship auto|always|never] [--stop-after data|train] [--device cpu|cuda] [--dtype bfloat16] [--seed S]
+        [--ship auto|always|never] [--stop-after data|train] [--init DIR] [--device cpu|cuda] [--dtype bfloat16]
+        [--seed S]
 
 1. data (bench/head_data.py): shards the target writes itself under WORK/shards, resumable and seeded;
 2. training (bench/head_train.py): the fused head, checkpointed under WORK/train, resumable;
@@ -65,8 +66,16 @@ def run(args, argv: list[str]) -> int:
                          inner=args.inner, head_size=args.head_size)
     train_plan = head_train.TrainPlan(steps=args.steps, batch=args.train_batch, levels=args.levels, lr=args.lr,
                                       seed=args.seed)
+    try:
+        init = start_head(args.init, config)
+    except ValueError as err:
+        log(f"error: {err}")
+        return 2
     start = time.time()
-    head, trained = head_train.train(work, folders, config, train_plan, embed, lm_rows, log)
+    head, trained = head_train.train(work, folders, config, train_plan, embed, lm_rows, log, init)
+    if args.init is not None:
+        trained["init"] = {"from": str(args.init), "made_by": json.loads(
+            (Path(args.init) / draft_head.CONFIG).read_text()).get("about", {}).get("made_by")}
     walls["train_s"] = round(time.time() - start)
     candidate = work / CANDIDATE
     card = {"made_by": "python -m bench train-head " + " ".join(argv), "device": args.device,
@@ -96,6 +105,17 @@ def run(args, argv: list[str]) -> int:
         for name in (draft_head.WEIGHTS, draft_head.CONFIG, "README.md"):
             shutil.copyfile(candidate / name, out / name)
     return 0
+
+
+def start_head(folder: str | None, config: FusedConfig) -> FusedHead | None:
+    """The head saved in `folder` to train on from (None: a fresh head); a fused head of this very config."""
+    if folder is None:
+        return None
+    head = draft_head.load_head(Path(folder))
+    if not isinstance(head, FusedHead) or head.config != config:
+        found = head.config if isinstance(head, FusedHead) else "an MLP head"
+        raise ValueError(f"--init: {folder} holds {found}, not a fused head of this config ({config})")
+    return head
 
 
 def eval_prompts(path: Path) -> list[str]:

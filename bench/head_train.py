@@ -170,15 +170,18 @@ def lr_at(step: int, plan: TrainPlan) -> float:
 
 
 def train(work: Path, folders: list[Path], config: FusedConfig, plan: TrainPlan, embed: torch.Tensor,
-          lm_rows: torch.Tensor, log: Log) -> tuple[FusedHead, dict]:
-    """Train (or resume) the head on the shards `folders`; returns it and what the card records (steps, data,
-    held-out check, seconds). The checkpoint lives in work/train/."""
+          lm_rows: torch.Tensor, log: Log, init: FusedHead | None = None) -> tuple[FusedHead, dict]:
+    """Train (or resume) the head on the shards `folders`, from `init`'s weights where given (else a fresh head);
+    returns it and what the card records (steps, data, held-out check, seconds). The checkpoint lives in
+    work/train/ (a checkpoint of this plan wins over `init`: a rerun resumes)."""
     corpus = Corpus(folders, plan)
     if corpus.taps != config.taps:
         raise ValueError(f"the shards hold taps {corpus.taps}, the head reads {config.taps}: make the data again")
     torch.manual_seed(plan.seed)
     device = lm_rows.device
     head = FusedHead(config).to(device)
+    if init is not None:
+        head.load_state_dict(init.state_dict())
     opt = torch.optim.AdamW(head.parameters(), lr=plan.lr, weight_decay=0.01, betas=(0.9, 0.95))
     draw = torch.Generator().manual_seed(plan.seed + 1)
     step, seconds, history = load_checkpoint(work, config, plan, head, opt, draw)

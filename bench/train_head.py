@@ -73,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ship", choices=("auto", "always", "never"), default="auto",
                    help="fused: replace --out with the new head when it beats the shipped one (auto), or not")
     p.add_argument("--stop-after", choices=("data", "train"), default=None, help="fused: stop after this stage")
+    p.add_argument("--init", default=None,
+                   help="fused: start training from the head saved in this folder (same config; the card says so)")
     p.add_argument("--prompts", type=int, default=None, help="mlp: how many training prompts to answer (384)")
     p.add_argument("--first-prompt", type=int, default=None, help="mlp: index of the first prompt to answer")
     p.add_argument("--temperatures", default=None,
@@ -116,6 +118,8 @@ def resolve(args) -> str | None:
             return "--steps, --batch, --train-batch, --levels, --heads and --eval-tokens must be at least 1"
         if not Path(args.eval_prompts).is_file():
             return f"--eval-prompts: no such file {args.eval_prompts}"
+        if args.init is not None and not (Path(args.init) / draft_head.CONFIG).is_file():
+            return f"--init: no saved head in {args.init} (it needs {draft_head.CONFIG} and {draft_head.WEIGHTS})"
         return None
     for name, value in {"prompts": 384, "first_prompt": 0, "epochs": 2.0, "samples": 1,
                         "answers_only": False}.items():

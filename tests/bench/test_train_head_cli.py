@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 
 from bench import train_head
 from decoding.models.head import weights as draft_head
@@ -19,6 +20,7 @@ from decoding.models.head import weights as draft_head
     (["--taps", "three"], "comma-separated numbers"),
     (["--steps", "0"], "must be at least 1"),
     (["--eval-prompts", "/nowhere/prompts.json"], "no such file"),
+    (["--init", "/nowhere/head"], "--init: no saved head in /nowhere/head"),
 ])
 def test_bad_flags_exit_2_with_one_line(argv, says, capsys) -> None:
     assert train_head.main(argv) == 2
@@ -47,3 +49,10 @@ def test_the_fused_pipeline_at_toy_scale_writes_a_candidate_and_its_card(tmp_pat
     assert train_head.main(argv + ["--stop-after", "train"]) == 0  # a rerun resumes: shards and checkpoint kept
     err = capsys.readouterr().err
     assert "data:" not in err and "from step 2 of 2" in err
+    saved = draft_head.load_head(candidate).state_dict()
+    init = ["--seed", "1", "--steps", "1", "--lr", "1e-7", "--init", str(candidate), "--stop-after", "train"]
+    assert train_head.main(argv + init) == 0  # another seed: a fresh head would start elsewhere
+    about = json.loads((candidate / draft_head.CONFIG).read_text())["about"]
+    assert about["train"]["init"]["from"] == str(candidate) and "--steps 2" in about["train"]["init"]["made_by"]
+    for name, tensor in draft_head.load_head(candidate).state_dict().items():
+        assert torch.allclose(tensor, saved[name], atol=1e-3), name  # it trained on from the saved head
