@@ -1,4 +1,4 @@
-"""The command line: `python -m decoding generate|compare|certify|museum|engine-trace ...`.
+"""The command line: `python -m decoding generate|compare|certify|museum|saguaro|engine-trace ...`.
 
 `bench ...` and `train-head ...` are handed to the top-level `bench` package (`python -m bench ...`, where
 they moved; handoff.py says why there is no import). User errors (bad flags, bad prompt, models that cannot
@@ -38,6 +38,11 @@ def build_parser() -> argparse.ArgumentParser:
     from decoding.cli import museum as museum_cli
 
     museum_cli.add_flags(mus)
+    sag = sub.add_parser("saguaro", help="Saguaro sampling (SSD) on tiny languages: exact cache-hit, certified "
+                         "against q' (exit 0 lossless), beside plain SD and the raw-q mistake")
+    from decoding.cli import saguaro as saguaro_cli
+
+    saguaro_cli.add_flags(sag)
     eng = sub.add_parser("engine-trace", help="an engine's speculative-decoding record (vLLM, SGLang, llama.cpp): "
                          "per-position acceptance, histogram, cliff, beside the exact expectation; or --export a run")
     from decoding.cli import engine_trace as engine_trace_cli
@@ -177,6 +182,10 @@ def _dispatch(args) -> int:
         from decoding.cli import museum as museum_cli
 
         return museum_cli.run(args)
+    if args.command == "saguaro":
+        from decoding.cli import saguaro as saguaro_cli
+
+        return saguaro_cli.run(args)
     if args.command == "engine-trace":
         from decoding.cli import engine_trace as engine_trace_cli
 

@@ -105,7 +105,8 @@ def entry(fan_out: int = 3, scale: float = 0.5, *, verified_against_q_prime: boo
                     max_candidates=1, description="One draft from q' (q's top F + 1 tokens times C, renormalised), "
                     "accepted with min(1, p/q'); else a sample of norm((p - q')_+).",
                     paper="Kumar, Dao, May 2026 (SSD), arXiv 2603.03251", verify=verify, conditional=conditional,
-                    acceptance=acceptance if verified_against_q_prime else None)
+                    acceptance=acceptance if verified_against_q_prime else None,
+                    bonus_from_p=True)  # SSD draws the bonus from p: the raw variant too (else its leaf is argmax p)
 
 
 @dataclass(frozen=True)

@@ -63,4 +63,4 @@ def test_a_run_exported_then_read_back(tmp_path, capsys):
 
 def test_the_script_passes_engine_trace_on():
     script = (ROOT / "specscope").read_text()
-    assert "generate|compare|certify|museum|engine-trace) setup;" in script
+    assert "generate|compare|certify|museum|saguaro|engine-trace) setup;" in script
