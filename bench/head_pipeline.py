@@ -149,6 +149,12 @@ def data_card(folders: list[Path]) -> dict:
     return out
 
 
+def started_from(train: dict) -> str:
+    """', from the head in DIR (made by `...`)' where training went on from a saved head (--init); else ''."""
+    init = train.get("init")
+    return f", from the head in {init['from']} (made by `{init['made_by']}`)" if init else ""
+
+
 def card_text(card: dict, lines: list[str]) -> str:
     data = "\n".join(f"- {source}: {d['shards']} shards, {d['sequences']} sequences, {d['answer_tokens']} answer "
                      f"tokens, {d['seconds']} s" for source, d in card["data"].items())
@@ -156,7 +162,7 @@ def card_text(card: dict, lines: list[str]) -> str:
     return (f"# The fused draft head\n\nMade by `{card['made_by']}` on {card['device']}.\n\n"
             f"Data (bench/head_data.py):\n{data}\n\n"
             f"Training (bench/head_train.py): {train['steps']} steps over {train['sequences']} sequences "
-            f"({train['answer_tokens']} answer tokens), {train['train_seconds']} s.\n\n"
+            f"({train['answer_tokens']} answer tokens), {train['train_seconds']} s{started_from(train)}.\n\n"
             f"Wall times: {card['wall']}.\n\n"
             f"Held-out check (bench/head_eval.py; {card['held_out']['count']} prompts of "
             f"{card['held_out']['prompts']}, {card['held_out']['new_tokens']} tokens each; exact acceptance per depth "

@@ -9,7 +9,7 @@ import json
 import pytest
 import torch
 
-from bench import train_head
+from bench import head_pipeline, train_head
 from decoding.models.head import weights as draft_head
 
 
@@ -56,3 +56,6 @@ def test_the_fused_pipeline_at_toy_scale_writes_a_candidate_and_its_card(tmp_pat
     assert about["train"]["init"]["from"] == str(candidate) and "--steps 2" in about["train"]["init"]["made_by"]
     for name, tensor in draft_head.load_head(candidate).state_dict().items():
         assert torch.allclose(tensor, saved[name], atol=1e-3), name  # it trained on from the saved head
+    assert "from the head in " + str(candidate) in head_pipeline.card_text(
+        {"made_by": "x", "device": "cpu", "data": {}, "train": about["train"], "wall": {},
+         "held_out": {"count": 0, "prompts": "p", "new_tokens": 0}}, [])
