@@ -1,7 +1,8 @@
 """What identifies a machine for speed (a calibration measured here holds only here), and its cache file.
 
 The key: the CPU model (or the GPU's name), the torch build (version, MKL, oneDNN, CUDA), the threads torch uses and
-the pair. Any change makes a new key and so a new calibration; the file is a small JSON in the specscope
+the pair (for a pair whose draft is the shipped head, the head's weights too: a retrained head drafts at another
+cost and acceptance). Any change makes a new key and so a new calibration; the file is a small JSON in the specscope
 cache dir (SPECSCOPE_CACHE, else $XDG_CACHE_HOME/specscope, else ~/.cache/specscope), under speed/.
 """
 
@@ -16,6 +17,9 @@ from pathlib import Path
 import torch
 
 from decoding.models.cache_dir import cache_root
+from decoding.models.head import weights as draft_head
+
+HEAD_KINDS = ("embedded-head",)  # pairs whose draft is the shipped head (its digest is in every key)
 
 
 def cpu_model() -> str:
@@ -46,7 +50,12 @@ def machine_key(pair_kind: str, device: str = "cpu", threads: int | None = None)
         "cuda": torch.version.cuda or "",
         "threads": int(threads if threads is not None else torch.get_num_threads()),
         "pair": pair_kind,
-    }
+    } | ({"head": head_digest()} if pair_kind in HEAD_KINDS else {})
+
+
+def head_digest(folder: Path = draft_head.HEAD_DIR) -> str:
+    """sha256 of the shipped head's weights (a retrained head is another draft)."""
+    return hashlib.sha256((folder / draft_head.WEIGHTS).read_bytes()).hexdigest()[:16]
 
 
 def cache_file(key: dict, root: Path | None = None) -> Path:

@@ -15,13 +15,11 @@ also lets the acceptance rest on more text than a calibration could afford to ru
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from pathlib import Path
 
 from decoding.models.embedded import model as embedded
-from decoding.models.head import weights as draft_head
 from decoding.run import engine
 from decoding.run.config import Branching, DecodeConfig
 from decoding.run.seen import misses
@@ -32,8 +30,7 @@ ACCEPTANCE_VERSION = 3  # 2: widths 1-4; T = 0: the draft's top-k (pointmass cha
 NEW_TOKENS, DEPTH = 32, 4  # chains of 4 over 32 tokens per prompt: an answer's opening is easier than its body
 TEMPERATURES = (0.0, 0.8)
 SHIPPED = Path(__file__).resolve().parents[2] / "assets" / "speed" / "acceptance.json"
-HEAD_KINDS = ("embedded-head",)  # pairs whose draft is the shipped head (its digest is in the key)
-EMBEDDED_KINDS = ("embedded", *HEAD_KINDS, "lookup")
+EMBEDDED_KINDS = ("embedded", *machine.HEAD_KINDS, "lookup")
 
 
 def run_steps(pair, config: DecodeConfig, prompt: str) -> tuple[list, list[acceptance.Row]]:
@@ -83,14 +80,9 @@ def pair_key(pair, pair_kind: str, prompts: tuple[str, ...]) -> dict:
            "depth": DEPTH, "temperatures": list(TEMPERATURES)}
     if pair_kind in EMBEDDED_KINDS:
         key["source"] = embedded.source_label()
-    if pair_kind in HEAD_KINDS:
-        key["head"] = head_digest()
+    if pair_kind in machine.HEAD_KINDS:
+        key["head"] = machine.head_digest()
     return key
-
-
-def head_digest(folder: Path = draft_head.HEAD_DIR) -> str:
-    """sha256 of the shipped head's weights (a retrained head is another draft)."""
-    return hashlib.sha256((folder / draft_head.WEIGHTS).read_bytes()).hexdigest()[:16]
 
 
 def tables_to_dict(tables: dict[float, AcceptanceTable]) -> dict:

@@ -195,3 +195,12 @@ def test_the_calibration_keeps_the_padding_its_padded_forwards_confirm(monkeypat
     assert pad == {2: 6, 4: 6, 5: 6}
     assert {n: (t.run_as, t.kept) for n, t in trials.items()} == {2: (6, True), 3: (6, False), 4: (6, True)}
     assert trials[3].padded_ms > trials[3].unpadded_ms  # what the bench prints, as timed
+
+
+def test_a_retrained_head_does_not_see_the_old_heads_calibration(tmp_path, monkeypatch):
+    key = machine.machine_key("embedded-head", "cpu", threads=2)
+    assert key["head"] == machine.head_digest() and "head" not in machine.machine_key("embedded", "cpu")
+    calibrate.save(sample(key), tmp_path)
+    monkeypatch.setattr(machine, "head_digest", lambda: "another head")  # new weights in assets/draft_head
+    assert calibrate.load_cached(machine.machine_key("embedded-head", "cpu", threads=2), tmp_path) is None
+    assert calibrate.load_cached(key, tmp_path) is not None
