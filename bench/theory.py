@@ -43,12 +43,14 @@ def _parser() -> argparse.ArgumentParser:
     return ap
 
 
-THEORY_FILES = {  # a theory module -> its path now, then before verify/theory/ was a package
-    "race": ("decoding/verify/theory/race.py", "decoding/verify/theory_race.py"),
-    "optimal": ("decoding/verify/theory/optimal.py", "decoding/verify/optimal.py"),
+THEORY_FILES = {  # a theory module -> its path now, then at earlier revisions (newest first)
+    "race": ("decoding/verify/races/without_replacement.py", "decoding/verify/theory/race.py",
+             "decoding/verify/theory_race.py"),
+    "optimal": ("decoding/verify/optimal.py", "decoding/verify/theory/optimal.py"),
     "wor": ("decoding/verify/theory/wor.py", "decoding/verify/theory_wor.py"),
 }
-RACE_IMPORTS = ("from decoding.verify.theory.race import wor_miss_prefixes",
+RACE_IMPORTS = ("from decoding.verify.races.without_replacement import wor_miss_prefixes",
+                "from decoding.verify.theory.race import wor_miss_prefixes",
                 "from decoding.verify.theory_race import wor_miss_prefixes")
 
 

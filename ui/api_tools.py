@@ -22,8 +22,8 @@ from decoding.run import engine
 from decoding.run.config import parse_branching
 from decoding.run.schema import step_to_dict
 from decoding.speed.plan import load_planned
+from decoding.verify import optimal
 from decoding.verify.registry import VERIFIERS, lookup
-from decoding.verify.theory import optimal
 from decoding.verify.theory import routes as theory
 from ui.caps import Caps
 from ui.endpoints import public

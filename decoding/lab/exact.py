@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from decoding.lab.language import Prefix, TinyLanguage
 from decoding.lab.trees import DraftedTree, Guesses, describe, drafted_trees
 from decoding.verify.entry import Verifier
+from decoding.verify.optimal import membership_bound, optimal_acceptance
 from decoding.verify.step_law import Outcome, emitted_law, expected_tokens
-from decoding.verify.theory.optimal import membership_bound, optimal_acceptance
 
 SeqLaw = dict[Prefix, float]
 

@@ -15,8 +15,8 @@ from decoding.lab.custom import is_custom
 from decoding.lab.language import TinyLanguage
 from decoding.lab.trees import candidate_tuples
 from decoding.verify.entry import Verifier
+from decoding.verify.optimal import membership_bound, optimal_acceptance
 from decoding.verify.sampling import make_generator
-from decoding.verify.theory.optimal import membership_bound, optimal_acceptance
 
 F64 = torch.float64
 

@@ -17,9 +17,9 @@ from collections.abc import Iterator
 
 import torch
 
-from decoding.verify import gumbel_race
+from decoding.verify.races import gumbel as gumbel_race
+from decoding.verify.races.without_replacement import wor_inclusion
 from decoding.verify.sampling import draw
-from decoding.verify.theory.race import wor_inclusion
 
 Tuples = Iterator[tuple[tuple[int, ...], float]]
 
@@ -230,7 +230,7 @@ class WithoutReplacement(Law):
             yield from self._enumerate(q, k, prefix + (x,), prob * px)
 
     def _inclusion(self, q, k):
-        return wor_inclusion(q, k)  # exact, through the exponential race (theory_race)
+        return wor_inclusion(q, k)  # exact, through the exponential race (races/without_replacement.py)
 
 
 class Hub(Law):

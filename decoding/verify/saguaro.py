@@ -58,7 +58,7 @@ class SaguaroLaw(laws.IID):
     """k i.i.d. draws from q' (SSD drafts one token per position: k = 1 on its chains). Not a registry law (it has
     settings); its str names them, which is what a record keeps."""
 
-    name, iid_compatible, max_k = "saguaro", False, 1  # k >= 2 would need its own optimum route (theory/optimal)
+    name, iid_compatible, max_k = "saguaro", False, 1  # k >= 2 would need its own optimum route (verify/optimal.py)
 
     def __init__(self, fan_out: int, scale: float) -> None:
         check_settings(fan_out, scale)

@@ -12,7 +12,7 @@ import json
 import pytest
 import torch
 
-from decoding.verify.theory import optimal
+from decoding.verify import optimal
 from decoding.verify.theory import routes as theory
 from ui import api_tools
 from ui.endpoints import TOOLS

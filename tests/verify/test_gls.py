@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from decoding.verify import gumbel_race, laws
+from decoding.verify import laws
 from decoding.verify.node_keys import NodeKeys
+from decoding.verify.races import gumbel as gumbel_race
 from decoding.verify.registry import VERIFIERS
 from decoding.verify.rules import gls
 from decoding.verify.tree import DraftTree

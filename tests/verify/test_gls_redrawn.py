@@ -9,7 +9,7 @@ import pytest
 import torch
 from scipy.stats import chisquare
 
-from decoding.verify import gumbel_race
+from decoding.verify.races import gumbel as gumbel_race
 from decoding.verify.rules import gls
 
 F64 = torch.float64

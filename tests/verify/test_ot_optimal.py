@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from decoding.verify import laws
+from decoding.verify.optimal import min_cut_by_subsets, optimal_acceptance
 from decoding.verify.registry import VERIFIERS
 from decoding.verify.rules import ot_optimal
-from decoding.verify.theory.optimal import min_cut_by_subsets, optimal_acceptance
 from tests.verifier_oracles import adversarial_pairs, dirichlet_pair, mixed_law, tv
 
 F64 = torch.float64

@@ -1,4 +1,4 @@
-"""decoding.verify.theory.routes / optimal / theory_race / theory_wor against independent oracles.
+"""decoding.verify.theory.routes / optimal / wor and races.without_replacement against independent oracles.
 
 Oracles: the reference numbers of docs/verifiers.md §12 and §7.2, exact enumeration through the
 registry's `conditional` (which also checks the verifier library), the 2^V min-cut, the LP of
@@ -15,11 +15,10 @@ import pytest
 import torch
 from scipy.optimize import linprog
 
-from decoding.verify import laws
+from decoding.verify import laws, optimal
+from decoding.verify.races.without_replacement import wor_inclusion, wor_miss_prefixes
 from decoding.verify.registry import VERIFIERS, node_level_keys
-from decoding.verify.theory import optimal
 from decoding.verify.theory import routes as theory
-from decoding.verify.theory.race import wor_inclusion, wor_miss_prefixes
 from decoding.verify.theory.wor import rrs_wor_acceptance
 
 

@@ -9,10 +9,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from decoding.verify import laws
-from decoding.verify.theory import optimal
-from decoding.verify.theory import race as theory_race
-from decoding.verify.theory.race import wor_miss_prefixes
+from decoding.verify import laws, optimal
+from decoding.verify.races import without_replacement as theory_race
+from decoding.verify.races.without_replacement import wor_miss_prefixes
 from tests.verify.test_theory import enumerated_miss
 
 

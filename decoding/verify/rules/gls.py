@@ -3,7 +3,7 @@ case, drafter-invariant speculative decoding (DISD; Daliri, Musco, Suresh 2024, 
 docs/verifiers.md §17.
 
 The node's K drafts and its target token come from ONE set of shared exponentials E [K, V]
-(verify/gumbel_race.py): X_k = argmin_j E[k, j] / q_j, Y = argmin_{k, j} E[k, j] / p_j. Accept iff Y is a
+(verify/races/gumbel.py): X_k = argmin_j E[k, j] / q_j, Y = argmin_{k, j} E[k, j] / p_j. Accept iff Y is a
 draft (the first draft equal to Y); always emit Y. Y ~ p whatever the drafts, so the rule is lossless, and Y
 does not depend on q at all: with the run's per-node keyed generators (verify/node_keys.py), a one-draft run
 emits the same text with any draft model.
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import torch
 
-from decoding.verify import gumbel_race
+from decoding.verify.races import gumbel as gumbel_race
 from decoding.verify.rules.common import NO_UNIFORM, prepare
 from decoding.verify.sampling import draw, normalise
 from decoding.verify.verdict import AcceptTest, LazyRow, NodeVerdict, ResidualUpdate

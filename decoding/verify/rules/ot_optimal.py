@@ -37,9 +37,9 @@ import torch
 from scipy import sparse
 from scipy.optimize import linprog
 
+from decoding.verify.optimal import optimal_acceptance
 from decoding.verify.rules.common import Event, Final, Test, Update, ratio_test, residual_tail
 from decoding.verify.sampling import final_residual
-from decoding.verify.theory.optimal import optimal_acceptance
 
 # accept variables, at most k per multiset; HiGHS solves this many in about a second on a CPU (docs/speed.md,
 # "Measurements the code's comments cite")

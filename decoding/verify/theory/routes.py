@@ -23,10 +23,10 @@ import torch
 
 from decoding.verify import laws
 from decoding.verify.entry import Verifier
+from decoding.verify.optimal import as_law, inclusion_probabilities, membership_bound, optimal_acceptance
 from decoding.verify.registry import lookup
 from decoding.verify.sampling import make_generator
 from decoding.verify.theory.acceptance import METHODS, Acceptance
-from decoding.verify.theory.optimal import as_law, inclusion_probabilities, membership_bound, optimal_acceptance
 from decoding.verify.theory.wor import rrs_wor_acceptance
 
 __all__ = [

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from decoding.verify import laws
-from decoding.verify.theory.race import wor_miss_prefixes
+from decoding.verify.races.without_replacement import wor_miss_prefixes
 
 MAX_SUBSET_V = 12  # 2^V subsets: exact min-cut by enumeration up to this vocabulary size
 MAX_SUBSET_TUPLES = 20_000
@@ -62,7 +62,7 @@ def inclusion_probabilities(q: torch.Tensor, k: int, law: str | laws.Law) -> tor
 
     iid: 1 − (1 − q)^k;  hub: 1 at a = argmax q, q(i)/(1 − q(a)) elsewhere (k = 2);
     topk_plus_random: 1 on the top-(k−1) set T, q(x)/(1 − q(T)) elsewhere;
-    without_replacement: exact (theory_race); topk / any: indicator of the top-k set.
+    without_replacement: exact (races/without_replacement.py); topk / any: indicator of the top-k set.
     """
     q = as_law(q)
     return _law(law, q, k).inclusion(q, k)
@@ -105,7 +105,7 @@ def _scan_iid(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
 
 
 def _scan_wor(p: torch.Tensor, q: torch.Tensor, k: int) -> float:
-    """min over ratio-sorted prefixes Y of p(Y) + 1 − Q_wo(x̄ ⊆ Y) (exponential race, theory_race).
+    """min over ratio-sorted prefixes Y of p(Y) + 1 − Q_wo(x̄ ⊆ Y) (exponential race, races/without_replacement.py).
 
     Only the prefixes that can hold the minimum get the exact (quadrature) miss: see _pruned_range.
     """
