@@ -213,13 +213,18 @@ def test_embedded_pair_loads_and_the_cached_reload_is_bit_identical():
     ids = pair.encode_prompt("Why is the sky blue?", chat=True)
     assert pair.token_text(ids[-1]) == "\n" and pair.eos_ids == frozenset({2})
     tree = DraftTree.root(ids[-1]).add_draws(0, [504, 1073], merge=False)
-    target = pair.target_session()
-    target.start(ids)
-    first = score_tree(target, tree)
+    cached = HFTreeLM(pair.target_model)  # transformers' forward of the loaded (cached) weights
+    cached.start(ids)
+    first = score_tree(cached, tree)
     reloaded = embedded.load_target("cpu", progress=lambda m: None)  # a fresh load from the safetensors cache
     again = HFTreeLM(reloaded)
     again.start(ids)
     assert torch.equal(score_tree(again, tree), first)
+    # the pair's own target session (the lean forward on a CPU) is the same p up to float rounding; bit-equal only
+    # with the stock products: an earlier calibration in the same process may have put this machine's plan on it
+    target = pair.target_session()
+    target.start(ids)
+    assert torch.allclose(score_tree(target, tree), first, atol=2e-3, rtol=0)
     draft = pair.draft_session()
     draft.start(ids)
     q = warp(draft.logits(tree, [0])[0], 1.0)
