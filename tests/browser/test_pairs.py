@@ -159,11 +159,8 @@ def test_stop_leaves_the_shown_step_with_its_theory(page):
     made long (512 tokens) so that Stop lands in it on any machine: with the page's 48 a fast CPU finished all 13
     steps between 'Step 3' and the click, and the test read a finished run."""
     page.get_by_text("sampling", exact=True).click()
-    box = page.locator("#max-new-tokens-slider input[type=number]")
-    box.fill("512")
-    box.press("Enter")
-    box.press("Tab")
-    assert box.input_value() == "512"  # the budget took: a finished 48-token run is not what Stop is tested on
+    budget = waits.set_number(page, "#max-new-tokens-slider input[type=number]", "512")
+    assert budget == "512"  # the budget took: a finished 48-token run is not what Stop is tested on
     page.click("#run-btn")
     wait_status(page, "Step 3 of ", timeout_ms=180_000)
     page.click("#stop-btn")

@@ -50,3 +50,30 @@ def test_wait_step_and_wait_text_return_the_text_they_matched(moving):
     assert waits.wait_text(moving, "#status", "Step 4 of", "⚠️", timeout_ms=10_000) == "Step 4 of 4 · running"
     assert waits.wait_value(moving, "() => document.querySelector('#status').innerText.match(/Step (6) of/)?.[1]",
                             timeout_ms=10_000) == "6"
+
+
+# A number box whose mount writes its old value back once, just after the first value typed into it commits (an
+# accordion's slider opened by a click and filled at once: a full run read 48 after typing 512).
+REMOUNTING = """<input id="n" type="number" value="48"><script>(() => {
+  const el = document.getElementById('n'); let mounted = false;
+  el.addEventListener('change', () => {
+    if (!mounted) { mounted = true; setTimeout(() => { el.value = '48'; }, 100); } });
+})();</script>"""  # in a function: the page is set twice, and a second top-level `let` would not run
+
+
+def test_set_number_types_again_until_the_box_keeps_the_value(browser):
+    page = browser.new_page()
+    try:
+        page.set_content(REMOUNTING)
+        box = page.locator("#n")
+        box.fill("512")
+        box.press("Enter")
+        box.press("Tab")
+        page.wait_for_timeout(300)
+        assert box.input_value() == "48"  # typed once: the mount wrote the old value back
+        page.set_content(REMOUNTING)
+        assert waits.set_number(page, "#n", "512", settle_ms=300) == "512"
+        page.wait_for_timeout(300)
+        assert page.locator("#n").input_value() == "512"
+    finally:
+        page.close()

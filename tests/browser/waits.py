@@ -34,3 +34,23 @@ def wait_status(page, *texts: str, timeout_ms: float = 60_000) -> str:
 def wait_step(page, n: int, timeout_ms: float = 60_000) -> str:
     """Wait until the status shows "Step n of n" (the n-th Step of a run drawn); return the status as it was then."""
     return wait_status(page, f"Step {n} of {n}", timeout_ms=timeout_ms)
+
+
+def set_number(page, selector: str, value: str, settle_ms: float = 500, timeout_ms: float = 30_000) -> str:
+    """Type `value` into the number box `selector` and commit it (Enter, then Tab), again until the box still reads
+    it `settle_ms` later: a box that a click just revealed (an accordion opening) may still be mounting, and its
+    mount writes the old value back over what was typed (a full run read the page's 48 after typing 512). Returns
+    the value the box read on the check."""
+    box = page.locator(selector)
+    box.wait_for(state="visible", timeout=timeout_ms)
+    deadline_ms, read = timeout_ms, None
+    while deadline_ms > 0:
+        box.fill(value)
+        box.press("Enter")
+        box.press("Tab")
+        page.wait_for_timeout(settle_ms)
+        read = box.input_value()
+        if read == value:
+            return read
+        deadline_ms -= settle_ms
+    raise AssertionError(f"{selector} still reads {read!r} after typing {value!r} for {timeout_ms / 1000:.0f} s")
