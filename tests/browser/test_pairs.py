@@ -81,9 +81,7 @@ def step_three_times_run_and_replay(page) -> None:
     assert page.locator("#tree-plot .scatterlayer .point").count() >= 2  # at least the root and one token
     alpha_shown(page)
     page.get_by_text("sampling", exact=True).click()  # open the accordion, then a short run
-    box = page.locator("#max-new-tokens-slider input[type=number]")
-    box.fill("6")
-    box.press("Tab")
+    assert waits.set_number(page, "#max-new-tokens-slider input[type=number]", "6") == "6"
     page.click("#run-btn")
     status = wait_status(page, "finished (", timeout_ms=300_000)
     assert "Traceback" not in page.content(), status
