@@ -4,7 +4,9 @@ A self-contained tab (built inside its own gr.Tab, no entry in Views). Its butto
 machine the first time (decoding/speed/calibrate.py: cached per machine, a few seconds to a minute), takes
 this run's own p and q rows (the live run keeps its last steps' rows) for the exact acceptance by depth and
 by width, and shows the chooser's arithmetic (decoding/speed/chooser.py): the verify cost curve, each
-candidate shape's expected tokens per step, its predicted speed-up, and the speed-up this run measured.
+candidate shape's expected tokens per step, its predicted speed-up, and the speed-up this run measured; under
+the verdict, the acceptance per depth it predicted with and, for the embedded-head pair, the head's card (its
+held-out acceptance against the head it replaced, assets/draft_head/head.json).
 A user can pick the shape from it; a teacher can show why a CPU and a GPU disagree (viz/speed.py).
 """
 
@@ -13,13 +15,15 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 
 import gradio as gr
 
+from decoding.models.head import weights as head_files
 from decoding.models.pairs import PLAN_KEY
 from decoding.run.config import Branching, DecodeConfig
 from decoding.run.seen import Seen, fixed_depth, misses
-from decoding.speed import acceptance, calibrate, chooser, pair_acceptance
+from decoding.speed import acceptance, calibrate, chooser, machine, pair_acceptance
 from decoding.speed.calibrate import Calibration
 from ui import decode
 from ui.run_cache import RunCache
@@ -141,7 +145,35 @@ def _facts(cal: Calibration, table: chooser.AcceptanceTable, choice: chooser.Cho
         overhead_ms=cal.costs.overhead, shapes=shapes, chosen=choice.why(), run_label=run_label,
         run_predicted=run_predicted, run_measured=measured, measured_how=how,
         nodes=table.nodes if from_run else 0, overhead_per_row_ms=cal.costs.overhead_per_row,
-        run_against=against, run_below=below)
+        run_against=against, run_below=below, depth_rates=table.rates[1],
+        card=head_card(session.controls.pair, config.temperature))
+
+
+def head_card(pair: str, temperature: float, folder: Path = head_files.HEAD_DIR) -> speed_view.HeadCard | None:
+    """The trained draft head's card (decoding/models/head/weights.card) for the embedded-head pair; None for
+    another pair or a head without a card."""
+    if pair not in machine.HEAD_KINDS:
+        return None
+    found = head_files.card(folder)
+    return card_at(found, temperature) if found is not None else None
+
+
+def card_at(card: dict, temperature: float) -> speed_view.HeadCard | None:
+    """The card at the temperature nearest `temperature`, as plain numbers: the head it replaced ("shipped" in
+    head.json), then this head ("new"); None where a field is missing or unreadable (never an error)."""
+    try:
+        before, after = card["acceptance"]["shipped"], card["acceptance"]["new"]
+        near = min(set(before) & set(after), key=lambda t: abs(float(t) - temperature))
+        rows = (_card_row("the head before", before[near]), _card_row("this head", after[near]))
+        return speed_view.HeadCard(float(near), int(card["count"]), int(card["new_tokens"]), rows)
+    except (KeyError, TypeError, ValueError):  # a field missing, no temperature in both, a number unreadable
+        return None
+
+
+def _card_row(name: str, at: dict) -> speed_view.CardRow:
+    expected = at["expected"]  # E[tokens/step] by shape, "1,1,1" a chain of 3
+    return speed_view.CardRow(name, tuple(float(a) for a in at["by_depth"]), float(expected["1,1,1"]),
+                              float(expected["4,2,2,1"]))
 
 
 def run_against(session: Session) -> stats.Against | None:

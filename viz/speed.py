@@ -5,7 +5,8 @@ across the top, the cost of a target forward over N rows relative to one row (be
 product plan) with the draft's cost per level; below, one row per shape, the expected tokens per step of each
 candidate shape (exact, from this run's p and q) and its predicted speed-up over the target alone, with the
 speed-ups the run measured for its own shape. Each measured number says what it is measured on; the one over
-the target alone the user ran is viz/stats.py's, the Run statistics tab's number.
+the target alone the user ran is viz/stats.py's, the Run statistics tab's number. The markdown also shows the
+chain acceptance per depth the chooser used and, for the trained draft head, its card (the head before, this one).
 """
 
 from __future__ import annotations
@@ -52,6 +53,26 @@ class ShapeRow:
 
 
 @dataclass(frozen=True)
+class CardRow:
+    """One head's line of the trained draft head's card, on its held-out prompts."""
+
+    name: str  # "the head before" (the one this head replaced) or "this head"
+    by_depth: tuple[float, ...]  # A(1, d), d = 1..: a chain's exact acceptance at depth d, given depth d reached
+    chain: float  # E[tokens/step] of a chain of 3 (sd 1,1,1)
+    tree: float  # E[tokens/step] of the (4,2,2,1) tree
+
+
+@dataclass(frozen=True)
+class HeadCard:
+    """The embedded-head pair's card (assets/draft_head/head.json), at the temperature nearest the run's."""
+
+    temperature: float
+    prompts: int
+    new_tokens: int
+    rows: tuple[CardRow, ...]  # the head before, then this head
+
+
+@dataclass(frozen=True)
 class SpeedFacts:
     machine: str  # CPU model (or GPU), threads, torch
     stock: tuple[tuple[int, float], ...]  # (rows, ms) of a target forward, stock products
@@ -69,6 +90,8 @@ class SpeedFacts:
     overhead_per_row_ms: float = 0.0
     run_against: Against | None = None  # over the target alone the user ran (viz/stats.py: Run statistics' too)
     run_below: tuple[str, ...] = ()  # why a measured number is far below the prediction, where the run can tell
+    depth_rates: tuple[float, ...] = ()  # A(1, d), d = 1..: the chain acceptance the chooser predicted with
+    card: HeadCard | None = None  # the trained draft head's card (embedded-head only)
 
 
 def shown_shapes(facts: SpeedFacts, top: int) -> tuple[ShapeRow, ...]:
@@ -204,6 +227,7 @@ def summary_markdown(facts: SpeedFacts, top: int = 10) -> str:
              + (f"Acceptance from {facts.nodes} visited nodes of this run (exact, from their p and q)."
                 if facts.nodes else "Acceptance from the calibration's own run (this run has none to read)."),
              ""]
+    lines += depth_lines(facts) + (card_lines(facts.card) if facts.card is not None else [])
     if facts.run_label and facts.run_predicted is not None:
         lines += run_lines(facts) + [""]
     lines += ["| shape | tokens / step | step ms | predicted x target alone |", "|---|---|---|---|"]
@@ -228,3 +252,32 @@ def run_lines(facts: SpeedFacts) -> list[str]:
     if facts.run_below:
         lines.append(f"- why below the prediction: {'; '.join(facts.run_below)}.")
     return lines
+
+
+def depth_lines(facts: SpeedFacts) -> list[str]:
+    """The chain acceptance per depth the chooser predicted with, saying whose it is; [] without one."""
+    if not facts.depth_rates:
+        return []
+    source = "this run's own p and q" if facts.nodes else "the calibration's run, not this run's"
+    depths = range(1, len(facts.depth_rates) + 1)
+    return [f"Acceptance per depth the chooser used (a chain's A(1, d), from {source}):", "",
+            "| depth | " + " | ".join(str(d) for d in depths) + " |", "|---" * (len(depths) + 1) + "|",
+            "| A(1, d) | " + " | ".join(f"{a:.3f}" for a in facts.depth_rates) + " |", ""]
+
+
+CARD_DEPTHS = 4  # the card's columns: A(1, 1) .. A(1, 4)
+
+
+def card_lines(card: HeadCard) -> list[str]:
+    """The trained head's card: the head before and this head on the same held-out prompts, A(1, d) by depth
+    and E[tokens/step] of a chain of 3 and of the (4,2,2,1) tree."""
+    depths = range(1, CARD_DEPTHS + 1)
+    lines = [f"The draft head's card: held-out acceptance on {card.prompts} prompts x {card.new_tokens} new tokens, "
+             f"T = {card.temperature:g} (the nearest to this run's); E[tokens/step] of a chain of 3 and of the "
+             "(4,2,2,1) tree:", "",
+             "| head | " + " | ".join(f"A(1, {d})" for d in depths) + " | chain 3 | 4,2,2,1 |",
+             "|---" * (CARD_DEPTHS + 3) + "|"]
+    for row in card.rows:
+        rates = [f"{a:.3f}" for a in row.by_depth[:CARD_DEPTHS]] + ["—"] * (CARD_DEPTHS - len(row.by_depth))
+        lines.append(f"| {row.name} | " + " | ".join(rates) + f" | {row.chain:.2f} | {row.tree:.2f} |")
+    return lines + [""]

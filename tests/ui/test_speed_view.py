@@ -175,3 +175,80 @@ def test_the_tab_explains_in_short_paragraphs():
     paragraphs = [p for p in speed_view.EXPLAIN.split("\n") if p.strip()]
     assert len(paragraphs) >= 5 and all(len(p) < 520 for p in paragraphs)  # one 1900-character block before
     assert sum(p.startswith("- ") for p in paragraphs) >= 4
+
+
+def test_the_toy_runs_facts_have_the_acceptance_per_depth_the_chooser_used_and_no_card(session_and_runs):
+    """The tab shows A(1, d) of the table the chooser predicted with (here this run's own p and q); the toy pair
+    has no trained head, so no card."""
+    from decoding.run.config import DecodeConfig
+    from decoding.run.seen import fixed_depth
+    from decoding.speed import pair_acceptance
+
+    session, runs = session_and_runs
+    facts = speed.facts_of(session, runs, False, None)
+    depth = fixed_depth(DecodeConfig.from_dict(session.run.config))
+    rows, seen, missed = speed.live_evidence(session, runs, depth)
+    table = acceptance.table_from_rows(rows, pair_acceptance.WIDTHS, seen.ones + missed)
+    assert depth == 3 and facts.nodes > 0 and facts.card is None
+    assert facts.depth_rates == pytest.approx(table.rates[1]) and len(facts.depth_rates) == depth
+    text = speed_view.summary_markdown(facts)
+    assert "| A(1, d) | " + " | ".join(f"{a:.3f}" for a in facts.depth_rates) + " |" in text
+    assert "from this run's own p and q" in text and "card" not in text
+
+
+def shipped_card_json() -> dict:
+    """The shipped head's card as head.json has it, read here without the code under test."""
+    import json
+
+    from decoding.models.head.weights import CONFIG, HEAD_DIR
+
+    return json.loads((HEAD_DIR / CONFIG).read_text())["about"]["held_out"]
+
+
+def test_the_card_reader_returns_the_shipped_heads_numbers():
+    from decoding.models.head import weights
+
+    want = shipped_card_json()
+    assert weights.card() == want
+    for temperature, near in ((0.0, "0.0"), (0.3, "0.0"), (0.5, "0.8"), (1.0, "0.8")):
+        card = speed.head_card("embedded-head", temperature)
+        assert card.temperature == float(near) and (card.prompts, card.new_tokens) == (want["count"],
+                                                                                      want["new_tokens"])
+        for row, side in zip(card.rows, ("shipped", "new"), strict=True):  # the head before, then this head
+            at = want["acceptance"][side][near]
+            assert row.by_depth == tuple(at["by_depth"])
+            assert (row.chain, row.tree) == (at["expected"]["1,1,1"], at["expected"]["4,2,2,1"])
+    assert speed.head_card("toy", 0.0) is None and speed.head_card("embedded", 0.0) is None
+
+
+def test_the_shipped_card_is_rendered_with_the_jsons_numbers(session_and_runs):
+    session, runs = session_and_runs
+    facts = replace(speed.facts_of(session, runs, False, None), card=speed.head_card("embedded-head", 0.8))
+    text = speed_view.summary_markdown(facts)
+    want = shipped_card_json()
+    assert f"on {want['count']} prompts x {want['new_tokens']} new tokens, T = 0.8 (the nearest" in text
+    for name, side in (("the head before", "shipped"), ("this head", "new")):
+        at = want["acceptance"][side]["0.8"]
+        cells = [f"{a:.3f}" for a in at["by_depth"][:4]] + [f"{at['expected'][k]:.2f}" for k in ("1,1,1", "4,2,2,1")]
+        assert f"| {name} | " + " | ".join(cells) + " |" in text
+    assert text.index("| the head before |") < text.index("| this head |")
+
+
+def test_a_head_without_a_card_shows_none(tmp_path):
+    """An older head or a user's own (no "held_out" in head.json), no head.json, or a card missing a field: no
+    card, never an error."""
+    import json
+
+    from decoding.models.head import weights
+
+    assert weights.card(tmp_path) is None and speed.head_card("embedded-head", 0.0, tmp_path) is None
+    about = json.loads((weights.HEAD_DIR / weights.CONFIG).read_text())
+    del about["about"]["held_out"]
+    (tmp_path / weights.CONFIG).write_text(json.dumps(about))
+    assert weights.card(tmp_path) is None and speed.head_card("embedded-head", 0.0, tmp_path) is None
+    (tmp_path / weights.CONFIG).write_text("{not json")
+    assert weights.card(tmp_path) is None
+    broken = shipped_card_json()
+    del broken["acceptance"]["new"]["0.0"]["expected"]
+    assert speed.card_at(broken, 0.0) is None
+    assert speed.card_at(broken, 0.8) is not None  # the other temperature is whole
