@@ -163,6 +163,8 @@ def test_the_cost_curves_log_axis_is_labelled_1_2_5_over_the_bars(session_and_ru
 
     assert log_ticks([0.07, 1.0, 1.9]) == [0.05, 0.1, 0.2, 0.5, 1, 2]
     assert log_ticks([1.0, 1.2]) == [1, 2] and log_ticks([1.0]) == [1]
+    assert log_ticks([1.0, 815.0]) == [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]  # a busy machine's bar: the top
+    assert log_ticks([0.003, 0.4]) == [0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5]  # and the bottom covered
     session, runs = session_and_runs
     _, fig = speed.explain(session, runs, progress=None)
     ticks = list(fig.layout.yaxis.tickvals)
