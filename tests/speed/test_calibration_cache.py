@@ -9,6 +9,7 @@ import json
 import pytest
 
 from decoding.models import pairs
+from decoding.models.head import weights as draft_head
 from decoding.run.costs import StepCosts
 from decoding.speed import calibrate, machine
 from decoding.speed.chooser import AcceptanceTable
@@ -204,3 +205,12 @@ def test_a_retrained_head_does_not_see_the_old_heads_calibration(tmp_path, monke
     monkeypatch.setattr(machine, "head_digest", lambda: "another head")  # new weights in assets/draft_head
     assert calibrate.load_cached(machine.machine_key("embedded-head", "cpu", threads=2), tmp_path) is None
     assert calibrate.load_cached(key, tmp_path) is not None
+
+
+def test_the_head_digest_follows_the_file_it_hashes(tmp_path):
+    weights = tmp_path / draft_head.WEIGHTS
+    weights.write_bytes(b"one head")
+    first = machine.head_digest(tmp_path)
+    assert machine.head_digest(tmp_path) == first  # hashed once per file version
+    weights.write_bytes(b"another head, retrained")  # another size (and time): hashed again
+    assert machine.head_digest(tmp_path) != first
