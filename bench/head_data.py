@@ -30,6 +30,7 @@ trained on those features, and judged on the float32 target's own p and q (head_
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import random
@@ -97,21 +98,33 @@ def shard_names(plan: Plan) -> list[tuple[str, int]]:
     return sorted(names, key=lambda n: ((n[1] + 0.5) / counts[n[0]], SOURCES.index(n[0])))
 
 
-def make(work: Path, plan: Plan, model, tokenizer, log: Log) -> list[Path]:
-    """Every shard of the plan under work/shards (made or already there); their folders."""
+def make(work: Path, plan: Plan, model, tokenizer, log: Log, seconds: float | None = None) -> list[Path]:
+    """Every shard of the plan under work/shards (made or already there); their folders. With `seconds`, no new
+    shard is started once that many seconds have passed (shard_names interleaves the sources, so the shards
+    made keep the planned shares); the shards already on disk are kept either way."""
     out = work / "shards"
     out.mkdir(parents=True, exist_ok=True)
     held = held_out_prompts()
     folders = []
+    deadline = None if seconds is None else time.time() + seconds
+    skipped = 0
     for source, index in shard_names(plan):
         folder = out / f"{source}-{index:03d}"
         if not (folder / "meta.json").is_file():
+            if deadline is not None and time.time() > deadline:
+                skipped += 1
+                continue
             start = time.time()
             seqs, answer, about = sequences(source, index, plan, model, tokenizer, held)
+            if not seqs:  # no text of that kind on this machine (docs, code), or every prompt held out
+                log(f"data: {folder.name}: nothing to make here; skipped")
+                continue
             write_shard(folder, seqs, answer, teacher_forced(model, seqs), about | {"seconds": time.time() - start})
             log(f"data: {folder.name}: {len(seqs)} sequences, {sum(map(len, seqs))} tokens, "
                 f"{time.time() - start:.0f} s")
         folders.append(folder)
+    if skipped:
+        log(f"data: the {seconds:.0f} s budget was spent; {skipped} planned shards not made ({len(folders)} used)")
     return folders
 
 
@@ -157,7 +170,7 @@ def magpie_prompts(model, tokenizer, count: int, held: set[str]) -> list[str]:
     """`count` user prompts the target writes from the user header alone (sampled at T = 1), kept when they end
     within 64 tokens, have 4+ words and are no held-out prompt; more drawn until there are enough (3 tries)."""
     end = tokenizer.convert_tokens_to_ids("<|im_end|>")
-    enc = tokenizer([user_header(tokenizer)], return_tensors="pt")
+    enc = tokenizer([user_header(tokenizer)], return_tensors="pt").to(model.device)
     found: list[str] = []
     for _ in range(3):
         with torch.inference_mode():
@@ -182,7 +195,7 @@ def answers(model, tokenizer, prompts: list[str], new_tokens: int, temperature: 
     tokenizer.padding_side = "left"
     texts = [tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False,
                                            add_generation_prompt=True) for p in prompts]
-    enc = tokenizer(texts, return_tensors="pt", padding=True)
+    enc = tokenizer(texts, return_tensors="pt", padding=True).to(model.device)
     sampling = dict(do_sample=True, temperature=temperature, top_k=0, top_p=1.0) if temperature > 0 else \
         dict(do_sample=False)
     with torch.inference_mode():
@@ -190,7 +203,7 @@ def answers(model, tokenizer, prompts: list[str], new_tokens: int, temperature: 
                              eos_token_id=sorted(end_ids), **sampling)
     width = enc["input_ids"].shape[1]
     seqs, answer = [], []
-    for row, mask in zip(out.tolist(), enc["attention_mask"], strict=True):
+    for row, mask in zip(out.tolist(), enc["attention_mask"].cpu(), strict=True):
         pad = int((mask == 0).sum())
         ids = row[pad:]
         cut = next((i for i in range(width - pad, len(ids)) if ids[i] in end_ids), None)
@@ -199,6 +212,7 @@ def answers(model, tokenizer, prompts: list[str], new_tokens: int, temperature: 
     return seqs, answer
 
 
+@functools.cache
 def doc_files() -> list[Path]:
     """Documentation, README and licence files on this machine, in a fixed order."""
     found = []
@@ -214,6 +228,7 @@ def doc_files() -> list[Path]:
     return found
 
 
+@functools.cache
 def code_files() -> list[Path]:
     """Python sources under the virtual environment (not tests), in a fixed order."""
     root = DOC_ROOTS[0]
@@ -250,9 +265,10 @@ def text_pieces(tokenizer, files: list[Path], count: int, seed: int, prose: bool
     return pieces
 
 
-def teacher_forced(model, seqs: list[list[int]], chunk: int = 8) -> dict[str, np.ndarray]:
-    """One forward per sequence (in padded groups): taps [T, len(TAPS) + 1, hidden] float16 and the full
-    vocabulary's log sum exp [T] float32, concatenated over the sequences."""
+def teacher_forced(model, seqs: list[list[int]], chunk: int | None = None) -> dict[str, np.ndarray]:
+    """One forward per sequence (in padded groups of `chunk`: 8 on a CPU, 64 on a GPU): taps [T, len(TAPS) + 1,
+    hidden] float16 and the full vocabulary's log sum exp [T] float32, concatenated over the sequences."""
+    chunk = chunk or (64 if model.device.type == "cuda" else 8)
     taps, lse = [], []
     order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))  # similar lengths padded together
     done: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}

@@ -4,7 +4,7 @@
         [--code-shards N] [--batch N] [--new-tokens N] [--temperatures 0,0.8] [--steps N] [--train-batch N]
         [--levels L] [--lr LR] [--inner W] [--heads H] [--taps 3,16] [--eval-prompts FILE] [--eval-tokens N]
         [--ship auto|always|never] [--stop-after data|train] [--init DIR] [--device cpu|cuda] [--dtype bfloat16]
-        [--seed S]
+        [--data-seconds S] [--train-seconds S] [--seed S]
 
 1. data (bench/head_data.py): shards the target writes itself under WORK/shards, resumable and seeded;
 2. training (bench/head_train.py): the fused head, checkpointed under WORK/train, resumable;
@@ -14,7 +14,10 @@
 4. the new head and its card (head.json "about": the command, the data, the steps, the held-out table, the
    wall times; README.md: the same as text) go to WORK/candidate; they replace --out only where the new head
    beats the shipped one on the held-out check (--ship auto), or always / never.
-On a GPU (--device cuda) every stage runs there; the card says where. Every stage prints to stderr as it goes.
+On a GPU (--device cuda) every stage runs there, the shards kept in its memory while training; the card says
+where. --data-seconds and --train-seconds fit the run to a time budget (a lent GPU's minutes): no new shard after
+that many seconds (the sources keep their shares), and the steps fitted to the budget once 20 are timed.
+Every stage prints to stderr as it goes.
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ def run(args, argv: list[str]) -> int:
     if max(args.taps) > layers:
         log(f"error: --taps name layers up to {layers} (this target has {layers})")
         return 2
-    folders = head_data.make(work, plan, maker, tokenizer, log)
+    folders = head_data.make(work, plan, maker, tokenizer, log, args.data_seconds)
     del maker
     walls["data_s"] = round(time.time() - start)
     if args.stop_after == "data":
@@ -72,7 +75,8 @@ def run(args, argv: list[str]) -> int:
         log(f"error: {err}")
         return 2
     start = time.time()
-    head, trained = head_train.train(work, folders, config, train_plan, embed, lm_rows, log, init)
+    head, trained = head_train.train(work, folders, config, train_plan, embed, lm_rows, log, init,
+                                     args.train_seconds)
     if args.init is not None:
         trained["init"] = {"from": str(args.init), "made_by": json.loads(
             (Path(args.init) / draft_head.CONFIG).read_text()).get("about", {}).get("made_by")}

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +37,7 @@ from decoding.models.head.fused import FusedConfig, FusedHead
 MIX = 0.5  # the share of -log(acceptance) in the loss at the end of the ramp
 REGRESS = 0.1  # weight of the feature regression: out_norm(h) against the target's feature at the label position
 LEVEL_DECAY = 0.8
+FIT_AT = 20  # steps timed before a time budget fits the plan's steps
 Log = Callable[[str], None]
 
 
@@ -85,10 +86,24 @@ class Corpus:
         self.weights = torch.tensor([w for i, w in enumerate(weights) if i not in held])
         self.taps = tuple(self.shards[0].meta["taps"])
         self.answer_tokens = sum(s.end - s.start - s.answer for s in self.fit)
+        self.resident: dict[str, torch.Tensor] | None = None
+
+    def keep_on(self, device) -> None:
+        """Copy every shard's arrays into one tensor each on `device` (a GPU: a batch is then a gather there, not
+        a copy from disk through the host); taps stay float16 there. batch() gives the same tensors either way."""
+        offsets = np.cumsum([0] + [len(shard.ids) for shard in self.shards])
+        self.resident = {
+            "offset": torch.tensor(offsets[:-1], dtype=torch.long),
+            "ids": torch.from_numpy(np.concatenate([shard.ids for shard in self.shards]).astype(np.int64)).to(device),
+            "taps": torch.cat([torch.from_numpy(np.array(shard.taps)).to(device) for shard in self.shards]),
+            "lse": torch.from_numpy(np.concatenate([shard.lse for shard in self.shards])).to(device),
+        }
 
     def batch(self, seqs: list[Sequence], window: int, device=None) -> dict[str, torch.Tensor]:
         """Padded tensors of `seqs` (each cut to `window` tokens): ids [B, L], taps [B, L, K + 1, hidden]
         float32, lse [B, L], length [B], answer [B]."""
+        if self.resident is not None:
+            return self.gathered(seqs, window)
         width = min(window, max(s.end - s.start for s in seqs))
         k, hidden = self.shards[0].taps.shape[1:]
         ids = torch.zeros(len(seqs), width, dtype=torch.long)
@@ -104,6 +119,20 @@ class Corpus:
         answer = torch.tensor([s.answer for s in seqs])
         out = {"ids": ids, "taps": taps, "lse": lse, "length": length, "answer": answer}
         return {key: value.to(device) for key, value in out.items()} if device is not None else out
+
+    def gathered(self, seqs: list[Sequence], window: int) -> dict[str, torch.Tensor]:
+        """batch() from the resident tensors (keep_on): one gather on their device; padding rows are zeros."""
+        kept = self.resident
+        device = kept["ids"].device
+        width = min(window, max(s.end - s.start for s in seqs))
+        start = torch.tensor([int(kept["offset"][s.shard]) + s.start for s in seqs], device=device)  # [B]
+        length = torch.tensor([min(width, s.end - s.start) for s in seqs], device=device)  # [B]
+        step = torch.arange(width, device=device)[None]  # [1, L]
+        inside = step < length[:, None]  # [B, L]
+        at = torch.where(inside, start[:, None] + step, 0)  # [B, L]
+        return {"ids": kept["ids"][at] * inside, "taps": kept["taps"][at].float() * inside[..., None, None],
+                "lse": kept["lse"][at] * inside, "length": length,
+                "answer": torch.tensor([s.answer for s in seqs], device=device)}
 
 
 def level_mask(batch: dict[str, torch.Tensor], level: int) -> torch.Tensor:
@@ -169,26 +198,42 @@ def lr_at(step: int, plan: TrainPlan) -> float:
     return plan.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
+def fitted_steps(plan: TrainPlan, step: int, spent: float, left: float) -> TrainPlan:
+    """The plan with its steps cut to what `left` seconds hold at the rate of the last `step` steps (`spent`
+    seconds); never more than planned, never fewer than done. The schedule then decays over the fitted steps."""
+    more = int(left / max(spent / max(step, 1), 1e-9))
+    return replace(plan, steps=max(step, min(plan.steps, step + more)))
+
+
 def train(work: Path, folders: list[Path], config: FusedConfig, plan: TrainPlan, embed: torch.Tensor,
-          lm_rows: torch.Tensor, log: Log, init: FusedHead | None = None) -> tuple[FusedHead, dict]:
+          lm_rows: torch.Tensor, log: Log, init: FusedHead | None = None, seconds: float | None = None
+          ) -> tuple[FusedHead, dict]:
     """Train (or resume) the head on the shards `folders`, from `init`'s weights where given (else a fresh head);
     returns it and what the card records (steps, data, held-out check, seconds). The checkpoint lives in
-    work/train/ (a checkpoint of this plan wins over `init`: a rerun resumes)."""
+    work/train/ (a checkpoint of this plan wins over `init`: a rerun resumes). With `seconds`, the steps are fitted
+    to that budget once FIT_AT steps are timed (fitted_steps). On a GPU the shards are kept there (keep_on)."""
     corpus = Corpus(folders, plan)
     if corpus.taps != config.taps:
         raise ValueError(f"the shards hold taps {corpus.taps}, the head reads {config.taps}: make the data again")
     torch.manual_seed(plan.seed)
     device = lm_rows.device
+    if device.type == "cuda":
+        corpus.keep_on(device)
     head = FusedHead(config).to(device)
     if init is not None:
         head.load_state_dict(init.state_dict())
     opt = torch.optim.AdamW(head.parameters(), lr=plan.lr, weight_decay=0.01, betas=(0.9, 0.95))
     draw = torch.Generator().manual_seed(plan.seed + 1)
+    budget = seconds
     step, seconds, history = load_checkpoint(work, config, plan, head, opt, draw)
     log(f"train: {len(corpus.fit)} sequences ({corpus.answer_tokens} answer tokens), {len(corpus.held)} held out; "
         f"from step {step} of {plan.steps}")
     start = time.time() - seconds
+    budget_start, first = time.time(), step
     while step < plan.steps:
+        if budget is not None and step == first + FIT_AT:
+            plan = fitted_steps(plan, FIT_AT, time.time() - budget_start, budget - (time.time() - budget_start))
+            log(f"train: {budget:.0f} s budget: {plan.steps} steps")
         for group in opt.param_groups:
             group["lr"] = lr_at(step, plan)
         picks = torch.multinomial(corpus.weights, plan.batch, replacement=True, generator=draw).tolist()
@@ -201,8 +246,8 @@ def train(work: Path, folders: list[Path], config: FusedConfig, plan: TrainPlan,
         opt.step()
         step += 1
         if step % 20 == 0:
-            log(f"step {step}/{plan.steps} loss {float(loss):.3f} alpha {[round(s['alpha'], 3) for s in stats]} "
-                f"{time.time() - start:.0f} s")
+            alphas = [round(s["alpha"], 3) for s in stats]
+            log(f"step {step}/{plan.steps} loss {float(loss.detach()):.3f} alpha {alphas} {time.time() - start:.0f} s")
         if step % plan.every == 0 or step == plan.steps:
             check = held_out_check(head, corpus, plan, embed, lm_rows)
             history.append({"step": step, "held_out": check})

@@ -73,6 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ship", choices=("auto", "always", "never"), default="auto",
                    help="fused: replace --out with the new head when it beats the shipped one (auto), or not")
     p.add_argument("--stop-after", choices=("data", "train"), default=None, help="fused: stop after this stage")
+    p.add_argument("--data-seconds", type=float, default=None,
+                   help="fused: start no new data shard after this many seconds (the shards made keep the shares)")
+    p.add_argument("--train-seconds", type=float, default=None,
+                   help="fused: fit the training steps to this many seconds (timed over the first 20 steps)")
     p.add_argument("--init", default=None,
                    help="fused: start training from the head saved in this folder (same config; the card says so)")
     p.add_argument("--prompts", type=int, default=None, help="mlp: how many training prompts to answer (384)")
@@ -116,6 +120,8 @@ def resolve(args) -> str | None:
             return "--taps are increasing layer numbers from 1, e.g. 3,16"
         if min(args.steps, args.batch, args.train_batch, args.levels, args.heads, args.eval_tokens) < 1:
             return "--steps, --batch, --train-batch, --levels, --heads and --eval-tokens must be at least 1"
+        if min(x for x in (args.data_seconds, args.train_seconds, 1) if x is not None) <= 0:
+            return "--data-seconds and --train-seconds must be above 0"
         if not Path(args.eval_prompts).is_file():
             return f"--eval-prompts: no such file {args.eval_prompts}"
         if args.init is not None and not (Path(args.init) / draft_head.CONFIG).is_file():
