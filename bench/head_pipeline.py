@@ -1,5 +1,6 @@
 """`python -m bench train-head` (the fused head, the default kind): data, training, held-out check, card, ship.
 
+    python -m bench train-head --evaluate DIR [--ship ...]   (the check alone, of a head trained elsewhere)
     python -m bench train-head [--work DIR] [--out DIR] [--chat-shards N] [--magpie-shards N] [--docs-shards N]
         [--code-shards N] [--batch N] [--new-tokens N] [--temperatures 0,0.8] [--steps N] [--train-batch N]
         [--levels L] [--lr LR] [--inner W] [--heads H] [--taps 3,16] [--eval-prompts FILE] [--eval-tokens N]
@@ -87,10 +88,36 @@ def run(args, argv: list[str]) -> int:
     draft_head.save_head(head, candidate, card)
     if args.stop_after == "train":
         return 0
+    return check_and_ship(args, model, head, card, candidate)
+
+
+def evaluate(args) -> int:
+    """--evaluate DIR: the held-out check of a head trained elsewhere (a lent GPU's run brought back), on this
+    machine, against the shipped head: its card (DIR/head.json "about") gets the table and this machine's check
+    wall time, DIR/README.md is written, and the head ships as --ship says."""
+    from decoding.models.embedded import model as embedded
+
+    folder = Path(args.evaluate)
+    head = draft_head.load_head(folder)
+    if not isinstance(head, FusedHead):
+        log(f"error: --evaluate: {folder} holds an MLP head; the check compares fused heads")
+        return 2
+    card = json.loads((folder / draft_head.CONFIG).read_text()).get("about", {})
+    card.setdefault("wall", {})
+    card.setdefault("data", {})
+    model = embedded.load_target(args.device, log)
+    return check_and_ship(args, model, head.eval(), card, folder)
+
+
+def check_and_ship(args, model, head: FusedHead, card: dict, candidate: Path) -> int:
+    """The held-out check (the shipped head against `head`, one run), the card and README into `candidate`, and
+    the head shipped to --out as --ship says."""
+    walls = card["wall"]
     start = time.time()
     prompts = eval_prompts(args.eval_prompts)
     results = head_eval.compare(eval_pairs(model, head, args.device), prompts, args.eval_tokens)
     walls["eval_s"] = round(time.time() - start)
+    card["held_out_on"] = args.device
     better = head_eval.beats(results["new"], results["shipped"])
     card["held_out"] = {"prompts": str(args.eval_prompts), "count": len(prompts), "new_tokens": args.eval_tokens,
                         "acceptance": {name: {t: {k: r[k] for k in ("by_depth", "nodes", "expected")}
@@ -168,6 +195,7 @@ def card_text(card: dict, lines: list[str]) -> str:
             f"Training (bench/head_train.py): {train['steps']} steps over {train['sequences']} sequences "
             f"({train['answer_tokens']} answer tokens), {train['train_seconds']} s{started_from(train)}.\n\n"
             f"Wall times: {card['wall']}.\n\n"
-            f"Held-out check (bench/head_eval.py; {card['held_out']['count']} prompts of "
+            f"Held-out check (bench/head_eval.py, on {card.get('held_out_on', card['device'])}; "
+            f"{card['held_out']['count']} prompts of "
             f"{card['held_out']['prompts']}, {card['held_out']['new_tokens']} tokens each; exact acceptance per depth "
             f"from the recorded p and q; E = expected tokens a step):\n\n" + "\n".join(lines) + "\n")

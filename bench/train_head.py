@@ -77,6 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="fused: start no new data shard after this many seconds (the shards made keep the shares)")
     p.add_argument("--train-seconds", type=float, default=None,
                    help="fused: fit the training steps to this many seconds (timed over the first 20 steps)")
+    p.add_argument("--evaluate", default=None, metavar="DIR",
+                   help="fused: only the held-out check of the head saved in DIR (trained elsewhere, e.g. on a GPU) "
+                        "against the shipped one; its card and README are written into DIR; --ship as ever")
     p.add_argument("--init", default=None,
                    help="fused: start training from the head saved in this folder (same config; the card says so)")
     p.add_argument("--prompts", type=int, default=None, help="mlp: how many training prompts to answer (384)")
@@ -124,8 +127,9 @@ def resolve(args) -> str | None:
             return "--data-seconds and --train-seconds must be above 0"
         if not Path(args.eval_prompts).is_file():
             return f"--eval-prompts: no such file {args.eval_prompts}"
-        if args.init is not None and not (Path(args.init) / draft_head.CONFIG).is_file():
-            return f"--init: no saved head in {args.init} (it needs {draft_head.CONFIG} and {draft_head.WEIGHTS})"
+        for flag, folder in (("--evaluate", args.evaluate), ("--init", args.init)):
+            if folder is not None and not (Path(folder) / draft_head.CONFIG).is_file():
+                return f"{flag}: no saved head in {folder} (it needs {draft_head.CONFIG} and {draft_head.WEIGHTS})"
         return None
     for name, value in {"prompts": 384, "first_prompt": 0, "epochs": 2.0, "samples": 1,
                         "answers_only": False}.items():
@@ -276,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.kind == "fused":
         from bench import head_pipeline
 
-        return head_pipeline.run(args, argv)
+        return head_pipeline.evaluate(args) if args.evaluate else head_pipeline.run(args, argv)
     return main_mlp(args, argv)
 
 

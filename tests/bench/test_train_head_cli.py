@@ -21,6 +21,8 @@ from decoding.models.head import weights as draft_head
     (["--steps", "0"], "must be at least 1"),
     (["--eval-prompts", "/nowhere/prompts.json"], "no such file"),
     (["--init", "/nowhere/head"], "--init: no saved head in /nowhere/head"),
+    (["--evaluate", "/nowhere/head"], "--evaluate: no saved head in /nowhere/head"),
+    (["--train-seconds", "0"], "must be above 0"),
 ])
 def test_bad_flags_exit_2_with_one_line(argv, says, capsys) -> None:
     assert train_head.main(argv) == 2
@@ -59,3 +61,13 @@ def test_the_fused_pipeline_at_toy_scale_writes_a_candidate_and_its_card(tmp_pat
     assert "from the head in " + str(candidate) in head_pipeline.card_text(
         {"made_by": "x", "device": "cpu", "data": {}, "train": about["train"], "wall": {},
          "held_out": {"count": 0, "prompts": "p", "new_tokens": 0}}, [])
+    shipped_to = tmp_path / "shipped"
+    evaluate = ["--evaluate", str(candidate), "--eval-prompts", str(prompts), "--eval-tokens", "4", "--ship",
+                "always", "--out", str(shipped_to)]
+    assert train_head.main(evaluate) == 0  # the check alone, of a head trained elsewhere: its card, then shipped
+    about = json.loads((shipped_to / draft_head.CONFIG).read_text())["about"]
+    assert about["held_out_on"] == "cpu" and about["train"]["steps"] == 1  # the card kept, the check added
+    assert set(about["held_out"]["acceptance"]) == {"shipped", "new"} and about["held_out"]["count"] == 2
+    assert "on cpu; 2 prompts" in (shipped_to / "README.md").read_text()
+    for name, tensor in draft_head.load_head(shipped_to).state_dict().items():
+        assert torch.equal(tensor, draft_head.load_head(candidate).state_dict()[name]), name
