@@ -235,10 +235,15 @@ def summary_markdown(facts: SpeedFacts, top: int = 10) -> str:
     lines += depth_lines(facts) + (card_lines(facts.card) if facts.card is not None else [])
     if facts.run_label and facts.run_predicted is not None:
         lines += run_lines(facts) + [""]
-    lines += ["| shape | tokens / step | step ms | predicted x target alone |", "|---|---|---|---|"]
-    lines += [f"| {s.label} | {s.tokens_per_step:.2f} | {s.step_ms:.1f} | {s.speedup:.2f} |"
-              for s in shown_shapes(facts, top)]
+    lines += md_table(["shape", "tokens / step", "step ms", "predicted x target alone"],
+                      [[s.label, f"{s.tokens_per_step:.2f}", f"{s.step_ms:.1f}", f"{s.speedup:.2f}"]
+                       for s in shown_shapes(facts, top)])
     return "\n".join(lines)
+
+
+def md_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """A markdown table's lines: the header, its rule, one line per row."""
+    return ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"] + ["| " + " | ".join(r) + " |" for r in rows]
 
 
 def run_lines(facts: SpeedFacts) -> list[str]:
@@ -265,9 +270,8 @@ def depth_lines(facts: SpeedFacts) -> list[str]:
         return []
     source = "this run's own p and q" if facts.nodes else "the calibration's run, not this run's"
     depths = range(1, len(facts.depth_rates) + 1)
-    return [f"Acceptance per depth the chooser used (a chain's A(1, d), from {source}):", "",
-            "| depth | " + " | ".join(str(d) for d in depths) + " |", "|---" * (len(depths) + 1) + "|",
-            "| A(1, d) | " + " | ".join(f"{a:.3f}" for a in facts.depth_rates) + " |", ""]
+    return [f"Acceptance per depth the chooser used (a chain's A(1, d), from {source}):", ""] + md_table(
+        ["depth", *map(str, depths)], [["A(1, d)", *(f"{a:.3f}" for a in facts.depth_rates)]]) + [""]
 
 
 CARD_DEPTHS = 4  # the card's columns: A(1, 1) .. A(1, 4)
@@ -279,10 +283,7 @@ def card_lines(card: HeadCard) -> list[str]:
     depths = range(1, CARD_DEPTHS + 1)
     lines = [f"The draft head's card: held-out acceptance on {card.prompts} prompts x {card.new_tokens} new tokens, "
              f"T = {card.temperature:g} (the nearest to this run's); E[tokens/step] of a chain of 3 and of the "
-             "(4,2,2,1) tree:", "",
-             "| head | " + " | ".join(f"A(1, {d})" for d in depths) + " | chain 3 | 4,2,2,1 |",
-             "|---" * (CARD_DEPTHS + 3) + "|"]
-    for row in card.rows:
-        rates = [f"{a:.3f}" for a in row.by_depth[:CARD_DEPTHS]] + ["—"] * (CARD_DEPTHS - len(row.by_depth))
-        lines.append(f"| {row.name} | " + " | ".join(rates) + f" | {row.chain:.2f} | {row.tree:.2f} |")
-    return lines + [""]
+             "(4,2,2,1) tree:", ""]
+    rows = [[row.name, *(f"{a:.3f}" for a in row.by_depth[:CARD_DEPTHS]), *["—"] * (CARD_DEPTHS - len(row.by_depth)),
+             f"{row.chain:.2f}", f"{row.tree:.2f}"] for row in card.rows]
+    return lines + md_table(["head", *(f"A(1, {d})" for d in depths), "chain 3", "4,2,2,1"], rows) + [""]
