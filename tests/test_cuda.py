@@ -9,7 +9,9 @@
   on the GPU), both scored by the graphed forward (models/scoring.py);
 - a custom pair of tiny llama folders in bfloat16: target and draft both graphed on their own weights
   (models/scoring.py), the forward equal to transformers', greedy equal to `generate()`;
-- one app Step (the ui handler) with the device set to cuda (SPECSCOPE_DEVICE, what ui/decode.device reads).
+- one app Step (the ui handler) with the device set to cuda (SPECSCOPE_DEVICE, what ui/decode.device reads);
+- the draft head's training on cuda: its corpus kept in GPU memory gives the batches the mapped one gives, and
+  `train-head --device cuda` makes data and trains at a toy scale on time budgets (the stages a lent GPU runs).
 """
 
 from __future__ import annotations
@@ -147,3 +149,37 @@ def test_one_app_step_with_the_device_set_to_cuda(monkeypatch) -> None:
     assert session.run is not None and len(session.steps) == 1 and session.run.generated_ids, out.status
     assert session.run.pair["device"] == "cuda"
     assert "⚠" not in out.status and "error" not in out.status.lower()
+
+
+def test_the_head_corpus_kept_on_the_gpu_gives_the_mapped_batches(tmp_path) -> None:
+    from bench import head_train
+    from tests.bench.test_head_corpus import fake_shard
+
+    folders = [tmp_path / "shards" / "chat-000", tmp_path / "shards" / "docs-000"]
+    fake_shard(folders[0], "chat", [9, 5, 12, 7], seed=1)
+    fake_shard(folders[1], "docs", [6, 11, 4], seed=2)
+    plan = head_train.TrainPlan(held_share=0.0)
+    mapped, resident = head_train.Corpus(folders, plan), head_train.Corpus(folders, plan)
+    resident.keep_on("cuda")
+    picks = mapped.fit[::-1]
+    want, got = mapped.batch(picks, 8, "cuda"), resident.batch(picks, 8)
+    for key in want:
+        assert got[key].device.type == "cuda" and torch.equal(want[key], got[key]), key
+
+
+def test_train_head_makes_data_and_trains_on_cuda(tmp_path) -> None:
+    """The fused pipeline's data and training stages with --device cuda, at a toy scale and on time budgets (what
+    a lent GPU runs at full scale: docs/speed.md, "The head trained on a GPU")."""
+    import json
+
+    from bench import train_head
+    from decoding.models.head import weights as draft_head
+
+    argv = ["--device", "cuda", "--work", str(tmp_path / "work"), "--out", str(tmp_path / "out"), "--chat-shards", "1",
+            "--magpie-shards", "1", "--docs-shards", "1", "--code-shards", "0", "--batch", "4", "--new-tokens", "8",
+            "--steps", "40", "--train-batch", "4", "--data-seconds", "120", "--train-seconds", "30", "--ship", "never",
+            "--stop-after", "train"]
+    assert train_head.main(argv) == 0
+    about = json.loads((tmp_path / "work" / "candidate" / draft_head.CONFIG).read_text())["about"]
+    assert about["device"] == "cuda" and 1 <= about["train"]["steps"] <= 40
+    assert {"chat", "magpie"} <= set(about["data"]) and about["train"]["answer_tokens"] > 0
