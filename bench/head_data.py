@@ -135,8 +135,7 @@ def sequences(source: str, index: int, plan: Plan, model, tokenizer, held: set[s
     seed = plan.seed * 1_000_003 + (SOURCES.index(source) + 1) * 10_007 + index
     torch.manual_seed(seed)
     prompts = json.loads(TRAIN_PROMPTS.read_text())["prompts"]
-    rounds = index * plan.batch // len(prompts) if source == "chat" else 0  # a second pass: other temperatures
-    temperature = plan.temperatures[(index + rounds) % len(plan.temperatures)]
+    temperature = shard_temperature(source, index, plan, len(prompts))
     about = {"source": source, "index": index, "seed": seed}
     if source in ("docs", "code"):
         pieces = text_pieces(tokenizer, doc_files() if source == "docs" else code_files(), plan.batch, seed,
@@ -152,6 +151,17 @@ def sequences(source: str, index: int, plan: Plan, model, tokenizer, held: set[s
     chosen = [p for p in chosen if normal(p) not in held]
     seqs, answer = answers(model, tokenizer, chosen, plan.new_tokens, temperature)
     return seqs, answer, about | {"temperature": temperature}
+
+
+def shard_temperature(source: str, index: int, plan: Plan, prompts: int) -> float:
+    """The temperature a shard samples at: the plan's, cycled per shard. A chat shard's prompts come round again
+    once every prompt was answered (`prompts` of them); each later pass shifts the cycle (a prompt answered
+    greedily is sampled next time), and from the pass after a prompt's greedy answer on, a greedy temperature is
+    replaced by the plan's highest (greedy decoding gives the same answer again: a duplicate, not data)."""
+    temps = plan.temperatures
+    rounds = index * plan.batch // prompts if source == "chat" else 0
+    temperature = temps[(index + rounds) % len(temps)]
+    return max(temps) if temperature == 0 and rounds >= len(temps) else temperature
 
 
 def chat_ids(tokenizer, prompt: str) -> list[int]:

@@ -82,3 +82,16 @@ def test_a_time_budget_fits_the_steps(done, spent, left, planned, want) -> None:
     plan = head_train.TrainPlan(steps=planned)
     fitted = head_train.fitted_steps(plan, done, spent, left)
     assert fitted.steps == want and fitted.batch == plan.batch
+
+
+def test_a_chat_prompt_is_answered_greedily_once_whatever_the_passes() -> None:
+    prompts, batch = 8, 4  # two shards a pass over the prompts
+    plan = head_data.Plan(chat_shards=12, batch=batch, temperatures=(0.0, 0.8))
+    greedy: dict[int, int] = {}
+    for index in range(plan.chat_shards):
+        if head_data.shard_temperature("chat", index, plan, prompts) == 0.0:
+            for i in range(batch):
+                prompt = (index * batch + i) % prompts
+                greedy[prompt] = greedy.get(prompt, 0) + 1
+    assert greedy == {p: 1 for p in range(prompts)}  # every prompt once: no greedy duplicate, none left out
+    assert [head_data.shard_temperature("magpie", i, plan, prompts) for i in range(4)] == [0.0, 0.8, 0.0, 0.8]
