@@ -79,8 +79,7 @@ def run(args, argv: list[str]) -> int:
     head, trained = head_train.train(work, folders, config, train_plan, embed, lm_rows, log, init,
                                      args.train_seconds)
     if args.init is not None:
-        trained["init"] = {"from": str(args.init), "made_by": json.loads(
-            (Path(args.init) / draft_head.CONFIG).read_text()).get("about", {}).get("made_by")}
+        trained["init"] = {"from": str(args.init), "made_by": draft_head.about(Path(args.init)).get("made_by")}
     walls["train_s"] = round(time.time() - start)
     candidate = work / CANDIDATE
     card = {"made_by": "python -m bench train-head " + " ".join(argv), "device": args.device,
@@ -102,7 +101,7 @@ def evaluate(args) -> int:
     if not isinstance(head, FusedHead):
         log(f"error: --evaluate: {folder} holds an MLP head; the check compares fused heads")
         return 2
-    card = json.loads((folder / draft_head.CONFIG).read_text()).get("about", {})
+    card = draft_head.about(folder)
     card.setdefault("wall", {})
     card.setdefault("data", {})
     model = embedded.load_target(args.device, log)

@@ -224,16 +224,15 @@ def train(work: Path, folders: list[Path], config: FusedConfig, plan: TrainPlan,
         head.load_state_dict(init.state_dict())
     opt = torch.optim.AdamW(head.parameters(), lr=plan.lr, weight_decay=0.01, betas=(0.9, 0.95))
     draw = torch.Generator().manual_seed(plan.seed + 1)
-    budget = seconds
-    step, seconds, history = load_checkpoint(work, config, plan, head, opt, draw)
+    step, spent, history = load_checkpoint(work, config, plan, head, opt, draw)
     log(f"train: {len(corpus.fit)} sequences ({corpus.answer_tokens} answer tokens), {len(corpus.held)} held out; "
         f"from step {step} of {plan.steps}")
-    start = time.time() - seconds
+    start = time.time() - spent
     budget_start, first = time.time(), step
     while step < plan.steps:
-        if budget is not None and step == first + FIT_AT:
-            plan = fitted_steps(plan, FIT_AT, time.time() - budget_start, budget - (time.time() - budget_start))
-            log(f"train: {budget:.0f} s budget: {plan.steps} steps")
+        if seconds is not None and step == first + FIT_AT:
+            plan = fitted_steps(plan, FIT_AT, time.time() - budget_start, seconds - (time.time() - budget_start))
+            log(f"train: {seconds:.0f} s budget: {plan.steps} steps")
         for group in opt.param_groups:
             group["lr"] = lr_at(step, plan)
         picks = torch.multinomial(corpus.weights, plan.batch, replacement=True, generator=draw).tolist()

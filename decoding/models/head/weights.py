@@ -70,15 +70,21 @@ def save_head(head: nn.Module, folder: Path, about: dict) -> None:
     (folder / CONFIG).write_text(json.dumps({**kind, "config": asdict(head.config), "about": about}, indent=1) + "\n")
 
 
+def about(folder: Path = HEAD_DIR) -> dict:
+    """head.json's "about": how the head was made (the command, data, training) and its card; {} where it has
+    none. No torch."""
+    return json.loads((folder / CONFIG).read_text()).get("about", {})
+
+
 def card(folder: Path = HEAD_DIR) -> dict | None:
     """The head's card: head.json's "about" -> "held_out" (its "prompts", "count", "new_tokens" and "acceptance":
     {"shipped": the head it replaced, "new": this head}, each {temperature: {"by_depth", "nodes", "expected"}}),
     as the JSON has it; None where head.json has none (an older head, a user's own) or cannot be read. No torch."""
     try:
-        held_out = json.loads((folder / CONFIG).read_text())["about"]["held_out"]
+        held_out = about(folder)["held_out"]
         acceptance = held_out["acceptance"]
         both = [acceptance[side] for side in ("shipped", "new")]
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):  # AttributeError: head.json not an object
         return None
     return held_out if all(isinstance(side, dict) and side for side in both) else None
 
