@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -64,6 +65,24 @@ class Sequence:
     answer: int  # index of the first answer token within the sequence
 
 
+def held_draws(meta: dict, count: int, seed: int) -> torch.Tensor:
+    """One uniform draw [count] per sequence of the shard `meta` describes, seeded by the shard's own name (source,
+    index) and `seed`: whether a sequence is held out does not depend on which other shards are there. (A
+    permutation of the whole corpus did: a second run that added shards to the same work folder and went on
+    from the first run's head held out some sequences that head had trained on.)"""
+    name = f"{meta['source']}-{int(meta['index'])}".encode()
+    generator = torch.Generator().manual_seed(seed * 1_000_003 + zlib.crc32(name))
+    return torch.rand(count, generator=generator, dtype=torch.float64)
+
+
+def held_out(draws: list[float], share: float) -> set[int]:
+    """The sequences held out: each whose draw is below `share`; at least one (the lowest draw), for the check."""
+    held = {i for i, u in enumerate(draws) if u < share}
+    if held or not draws:
+        return held
+    return {min(range(len(draws)), key=draws.__getitem__)}
+
+
 class Corpus:
     """Every sequence of every shard (memory-mapped), split into training and held-out ones by a seeded draw."""
 
@@ -71,16 +90,17 @@ class Corpus:
         self.shards: list[Shard] = [read_shard(folder) for folder in folders]
         if not self.shards:
             raise ValueError("no data shards: make the data first")
-        seqs, weights = [], []
+        seqs, weights, draws = [], [], []
         for index, shard in enumerate(self.shards):
             weight = {"docs": plan.docs_weight, "code": plan.code_weight}.get(shard.meta["source"], 1.0)
+            shard_draws = held_draws(shard.meta, len(shard.answer), plan.seed).tolist()
             for i, answer in enumerate(shard.answer.tolist()):
                 start, end = int(shard.starts[i]), int(shard.starts[i + 1])
                 if end - start > answer + 2:
                     seqs.append(Sequence(index, start, end, int(answer)))
                     weights.append(weight)
-        order = torch.randperm(len(seqs), generator=torch.Generator().manual_seed(plan.seed))
-        held = set(order[: max(1, int(plan.held_share * len(seqs)))].tolist())
+                    draws.append(shard_draws[i])
+        held = held_out(draws, plan.held_share)
         self.fit = [s for i, s in enumerate(seqs) if i not in held]
         self.held = [s for i, s in enumerate(seqs) if i in held]
         self.weights = torch.tensor([w for i, w in enumerate(weights) if i not in held])

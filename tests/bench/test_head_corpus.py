@@ -95,3 +95,34 @@ def test_a_chat_prompt_is_answered_greedily_once_whatever_the_passes() -> None:
                 greedy[prompt] = greedy.get(prompt, 0) + 1
     assert greedy == {p: 1 for p in range(prompts)}  # every prompt once: no greedy duplicate, none left out
     assert [head_data.shard_temperature("magpie", i, plan, prompts) for i in range(4)] == [0.0, 0.8, 0.0, 0.8]
+
+
+def test_a_sequence_stays_held_out_or_trained_on_when_shards_are_added(tmp_path) -> None:
+    """A second run in the same work folder adds shards and goes on from the first run's head: the first run's
+    held-out sequences must stay held out (and its training ones stay training ones), or the second run's check
+    reads sequences its starting head trained on."""
+    first = []
+    for index in range(3):
+        folder = tmp_path / "shards" / f"magpie-{index:03d}"
+        fake_shard(folder, "magpie", [8] * 40, seed=10 + index)
+        (folder / "meta.json").write_text((folder / "meta.json").read_text().replace('"index": 0', f'"index": {index}'))
+        first.append(folder)
+    added = tmp_path / "shards" / "magpie-003"
+    fake_shard(added, "magpie", [8] * 40, seed=20)
+    (added / "meta.json").write_text((added / "meta.json").read_text().replace('"index": 0', '"index": 3'))
+    plan = head_train.TrainPlan(held_share=0.1)
+    before, after = head_train.Corpus(first, plan), head_train.Corpus([*first, added], plan)
+    key = lambda corpus, s: (corpus.shards[s.shard].meta["index"], s.start)  # noqa: E731
+    held_before = {key(before, s) for s in before.held}
+    held_after = {key(after, s) for s in after.held if after.shards[s.shard].meta["index"] < 3}
+    assert 3 <= len(held_before) <= 30  # about a tenth of 120 held out
+    assert held_after == held_before
+    assert {key(after, s) for s in after.fit} >= {key(before, s) for s in before.fit}
+
+
+def test_the_held_out_draws_are_the_shards_own() -> None:
+    meta = {"source": "chat", "index": 2}
+    assert torch.equal(head_train.held_draws(meta, 5, seed=0), head_train.held_draws(meta, 5, seed=0))
+    assert not torch.equal(head_train.held_draws(meta, 5, seed=0), head_train.held_draws(meta | {"index": 3}, 5, 0))
+    assert head_train.held_out([0.5, 0.2, 0.9], share=0.1) == {1}  # none below the share: the lowest draw
+    assert head_train.held_out([0.05, 0.2, 0.01], share=0.1) == {0, 2}
