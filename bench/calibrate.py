@@ -130,29 +130,26 @@ def main(argv: list[str] | None = None) -> int:
     temps = [float(t) for t in args.temperatures.split(",") if t.strip()]
     if args.threads:
         torch.set_num_threads(args.threads)
-    from decoding.fastest import choose_for
+    from decoding.fastest import choice_from
     from decoding.speed import machine, pair_acceptance
     from decoding.speed.calibrate import calibrated, prompts_for
     from decoding.speed.plan import load_planned
 
     pair = load_planned(args.pair, device=args.device, progress=lambda m: print(m, file=sys.stderr))
     began = time.perf_counter()
-    if args.measure_acceptance or args.ship_acceptance:
-        fresh = calibrated(pair, args.pair, fresh_acceptance=True,
-                           progress=lambda m: print(f"calibrating ({time.perf_counter() - began:.1f} s): {m}",
-                                                    file=sys.stderr))
-        if args.ship_acceptance:
-            key = pair_acceptance.pair_key(pair, args.pair, prompts_for(args.pair))
-            print(f"acceptance shipped in {pair_acceptance.ship(key, fresh.acceptance)}", file=sys.stderr)
-        args.force = False  # just measured
-    picks = [choose_for(pair, args.pair, t, force=args.force and i == 0,
-                        progress=lambda m: print(f"calibrating ({time.perf_counter() - began:.1f} s): {m}",
-                                                 file=sys.stderr)) for i, t in enumerate(temps)]
-    cal = picks[0].calibration
+    fresh = args.measure_acceptance or args.ship_acceptance
+    cal = calibrated(pair, args.pair, force=args.force, fresh_acceptance=fresh,
+                     progress=lambda m: print(f"calibrating ({time.perf_counter() - began:.1f} s): {m}",
+                                              file=sys.stderr))
+    if args.ship_acceptance:
+        key = pair_acceptance.pair_key(pair, args.pair, prompts_for(args.pair))
+        print(f"acceptance shipped in {pair_acceptance.ship(key, cal.acceptance)}", file=sys.stderr)
+    picks = [choice_from(cal, args.pair, t) for t in temps]
     key = cal.key
+    cached = "NOT cached (the cores were shared: see below)" if cal.shared else f"cache {machine.cache_file(key)}"
     print(f"`python -m bench calibrate {' '.join(argv or [])}`: {key['model']} ({key['device']}), torch {key['torch']} "
           f"(MKL {key['mkl']}), {key['threads']} threads, pair {key['pair']}; calibrated {cal.when} in "
-          f"{cal.seconds:.1f} s; cache {machine.cache_file(key)}\n")
+          f"{cal.seconds:.1f} s; {cached}\n")
     print("target forward by product method (every product of the lean target), median ms:\n"
           + product_table(cal) + "\n")
     print("target forward, N rows on a cached context (median ms):\n" + curve_table(cal) + "\n")

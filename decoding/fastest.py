@@ -66,11 +66,18 @@ def config_for(best: chooser.Prediction, temperature: float, cal: calibrate.Cali
 def choose_for(pair, pair_kind: str, temperature: float, *, force: bool = False, progress=None) -> PairChoice:
     """Calibrate `pair` here (cached) and choose its fastest shape at `temperature` (at T = 0 trees are the
     draft's top-k)."""
-    from decoding.speed import calibrate, chooser
+    from decoding.speed import calibrate
 
     cal = calibrate.calibrated(pair, pair_kind, force=force, progress=progress)
-    choice = chooser.choose(cal.costs, cal.table(temperature), greedy=temperature == 0)
-    return PairChoice(pair_kind, cal, choice)
+    return choice_from(cal, pair_kind, temperature)
+
+
+def choice_from(cal: calibrate.Calibration, pair_kind: str, temperature: float) -> PairChoice:
+    """The chooser's verdict on a calibration in hand at `temperature` (one calibration serves every temperature,
+    even one that was not cached: timed while other processes took the cores)."""
+    from decoding.speed import chooser
+
+    return PairChoice(pair_kind, cal, chooser.choose(cal.costs, cal.table(temperature), greedy=temperature == 0))
 
 
 def best_config(kinds: tuple[str, ...], temperature: float, *, force: bool = False, progress=None

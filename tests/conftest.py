@@ -53,3 +53,12 @@ def tiny_matching_folders(tmp_path_factory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("tiny-pair")
     words = ["a", "b", "c", "d", "e", "f"]
     return save_tiny_llama(root / "target", words, seed=0), save_tiny_llama(root / "draft", words, seed=1)
+
+
+@pytest.fixture(autouse=True)
+def machine_load_unknown(monkeypatch):
+    """A calibration in a test never reads the machine's load (decoding/speed/others.py): whether it is cached
+    must not depend on what else the test machine runs. tests/speed/test_others.py checks the reading itself."""
+    from decoding.speed import others
+
+    monkeypatch.setattr(others, "machine_busy_seconds", lambda stat=others.PROC_STAT: None)

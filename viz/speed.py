@@ -96,6 +96,7 @@ class SpeedFacts:
     run_below: tuple[str, ...] = ()  # why a measured number is far below the prediction, where the run can tell
     depth_rates: tuple[float, ...] = ()  # A(1, d), d = 1..: the chain acceptance the chooser predicted with
     card: HeadCard | None = None  # the trained draft head's card (embedded-head only)
+    warning: str = ""  # said first: the calibration was timed while other processes took the cores
 
 
 def shown_shapes(facts: SpeedFacts, top: int) -> tuple[ShapeRow, ...]:
@@ -224,14 +225,15 @@ def below_prediction(steps: Sequence[StepRecord], predicted: float, predicted_st
 
 
 def summary_markdown(facts: SpeedFacts, top: int = 10) -> str:
-    lines = [f"**On {facts.machine}** — {facts.chosen}", "",
-             f"Products: {facts.plan}. Draft: "
-             + ", ".join(f"{ms:.1f} ms a level over {n} row{'s' * (n > 1)}" for n, ms in facts.draft)
-             + f"; the rest of a step {facts.overhead_ms:.1f} ms"
-             + (f" + {facts.overhead_per_row_ms:.2f} ms a row. " if facts.overhead_per_row_ms else ". ")
-             + (f"Acceptance from {facts.nodes} visited nodes of this run (exact, from their p and q)."
-                if facts.nodes else "Acceptance from the calibration's own run (this run has none to read)."),
-             ""]
+    lines = [f"⚠️ {facts.warning}", ""] if facts.warning else []
+    lines += [f"**On {facts.machine}** — {facts.chosen}", "",
+              f"Products: {facts.plan}. Draft: "
+              + ", ".join(f"{ms:.1f} ms a level over {n} row{'s' * (n > 1)}" for n, ms in facts.draft)
+              + f"; the rest of a step {facts.overhead_ms:.1f} ms"
+              + (f" + {facts.overhead_per_row_ms:.2f} ms a row. " if facts.overhead_per_row_ms else ". ")
+              + (f"Acceptance from {facts.nodes} visited nodes of this run (exact, from their p and q)."
+                 if facts.nodes else "Acceptance from the calibration's own run (this run has none to read)."),
+              ""]
     lines += depth_lines(facts) + (card_lines(facts.card) if facts.card is not None else [])
     if facts.run_label and facts.run_predicted is not None:
         lines += run_lines(facts) + [""]

@@ -42,7 +42,7 @@ from decoding.models.target import score_tree
 from decoding.run import engine
 from decoding.run.config import DecodeConfig
 from decoding.run.costs import StepCosts
-from decoding.speed import machine, pair_acceptance, products
+from decoding.speed import machine, others, pair_acceptance, products
 from decoding.speed.chooser import AcceptanceTable
 from decoding.speed.step_costs import steps_and_acceptance
 from decoding.verify.tree import DraftTree
@@ -93,6 +93,8 @@ class Calibration:
     notes: tuple[str, ...] = field(default_factory=tuple)
     pad: dict[int, int] = field(default_factory=dict)  # rows -> rows run as (zero rows added), with the plan
     pad_trials: dict[int, PadTrial] = field(default_factory=dict)  # timed size -> its padding's trial
+    others_cores: float | None = None  # cores other processes kept busy while it timed (None: unknown, a GPU)
+    shared: bool = False  # those cores and its threads needed more than the machine has: not cached (others.py)
 
     def products_words(self) -> str:
         """What computes the target's products, in words: the plan and its padding."""
@@ -111,6 +113,8 @@ class Calibration:
                                      for r, v in sorted(self.products.items())},
             "acceptance": {str(t): a.to_dict() for t, a in sorted(self.acceptance.items())},
             "notes": list(self.notes),
+            "others_cores": None if self.others_cores is None else round(self.others_cores, 2),
+            "shared": self.shared,
         }, indent=1)
 
     @staticmethod
@@ -128,6 +132,8 @@ class Calibration:
             pad={int(r): int(b) for r, b in d.get("pad", {}).items()},
             pad_trials={int(r): PadTrial(int(t["run_as"]), float(t["unpadded_ms"]), float(t["padded_ms"]),
                                          bool(t["kept"])) for r, t in d.get("pad_trials", {}).items()},
+            others_cores=None if d.get("others_cores") is None else float(d["others_cores"]),
+            shared=bool(d.get("shared", False)),
         )
 
     def table(self, temperature: float) -> AcceptanceTable:
@@ -160,7 +166,8 @@ def calibrated(pair, pair_kind: str, *, force: bool = False, root: Path | None =
     cal = None if force or fresh_acceptance else load_cached(key, root)
     if cal is None:
         cal = measure(pair, key, progress or (lambda _: None), root=root, fresh_acceptance=fresh_acceptance)
-        save(cal, root)
+        if not cal.shared:  # timed while other processes took the cores: used by this process, never cached
+            save(cal, root)
     put_plan(pair, cal.plan, cal.pad)
     return cal
 
@@ -214,7 +221,7 @@ def target_words(pair) -> str:
 
 def measure(pair, key: dict, progress: Progress, *, root: Path | None = None, fresh_acceptance: bool = False
             ) -> Calibration:
-    t0 = time.perf_counter()
+    t0, meter = time.perf_counter(), others.OthersMeter()
     lean, notes = lean_target_of(pair), []
     prompts = prompts_for(key["pair"])
     prompt_ids = engine.encode(pair, DecodeConfig(), prompts[0])
@@ -245,9 +252,13 @@ def measure(pair, key: dict, progress: Progress, *, root: Path | None = None, fr
     draft, rest, tables, source = steps_and_acceptance(pair, key["pair"], prompts, root, fresh_acceptance)
     notes.append(f"acceptance: {source}")
     costs = StepCosts(planned, draft.curve, *rest, draft_first=draft.first_extra)
+    others_cores = meter.cores() if str(pair.device) == "cpu" else None
+    shared = others.shared(others_cores, key["threads"], others.usable_cores())
+    if shared:
+        notes.append(others.words(others_cores, key["threads"], others.usable_cores()))
     return Calibration(key, costs, StepCosts(stock, draft.curve, *rest, draft_first=draft.first_extra), plan,
                        forward_ms, tables, round(time.perf_counter() - t0, 2), time.strftime("%Y-%m-%d %H:%M:%S"),
-                       tuple(notes), pad, trials)
+                       tuple(notes), pad, trials, others_cores, shared)
 
 
 def padded_curve(plan: dict[int, str], planned: tuple[tuple[int, float], ...], forward: _Forwards,

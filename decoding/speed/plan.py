@@ -44,7 +44,9 @@ def calibrate_once(pair: ModelPair, kind: str, activity: Callable[[], object] | 
     cal = calibrate.calibrated(pair, kind, progress=lambda message: log.info("calibrating: %s", message))
     log.info("calibrated in %.1f s; target products: %s", cal.seconds,
              cal.products_words() if cal.plan or cal.pad else "stock (no method beat it here)")
-    if activity is not None and activity() != before:
+    if cal.shared:  # other processes took the cores: calibrated() did not cache it
+        log.warning("calibrating the %s pair: %s", kind, cal.notes[-1])
+    elif activity is not None and activity() != before:
         machine.cache_file(key).unlink(missing_ok=True)
         log.warning("runs were stepped while the %s pair was calibrated, so its timings may be skewed: it is not "
                     "kept, and the next start calibrates again", kind)
