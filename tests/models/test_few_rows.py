@@ -195,3 +195,25 @@ def test_a_padding_is_kept_where_its_own_timing_is_five_percent_faster_and_exten
     sizes = tuple(n for n, _ in ONE_THREAD)
     assert products.expand_pads(kept, sizes, up_to=16) == {2: 6, 4: 6, 5: 6}  # 5 takes 4's, up to 6
     assert products.expand_pads({1: 3, 2: 3}, (1, 2, 3, 4), up_to=8) == {1: 3, 2: 3}
+
+
+def test_the_numpy_product_runs_numpy_blas_on_the_threads_torch_uses():
+    """numpy's OpenBLAS sizes its pool to every core: with torch on 1 thread a one-row forward through the numpy
+    product used 2 cores, the native products of 2-7 rows one (models/lean/blas_threads.py)."""
+    from decoding.models.lean import blas_threads
+
+    if not blas_threads.controlled():
+        pytest.skip("numpy's BLAS is not OpenBLAS here, or threadpoolctl cannot reach it")
+    proj = PlannedProjection(PackedProjection(torch.nn.Linear(16, 32, bias=False)), {1: "numpy"})
+    before = torch.get_num_threads()
+    try:
+        for threads in (1, 3, 1):
+            blas_threads._blas().limit(limits=7)  # what anything else may have set meanwhile
+            blas_threads._state["threads"] = None
+            torch.set_num_threads(threads)
+            with torch.inference_mode():
+                proj(torch.randn(1, 1, 16))
+            assert blas_threads.blas_threads() == threads
+    finally:
+        torch.set_num_threads(before)
+        blas_threads.match_torch()

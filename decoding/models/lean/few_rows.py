@@ -29,7 +29,7 @@ from dataclasses import dataclass, fields
 
 import torch
 
-from decoding.models.lean import native_rows
+from decoding.models.lean import blas_threads, native_rows
 from decoding.models.lean.packed_linear import PackedProjection
 
 SPLITS = 4  # column blocks of the split product
@@ -51,6 +51,7 @@ def _stock(proj: PlannedProjection, x: torch.Tensor) -> torch.Tensor:
 
 
 def _numpy(proj: PlannedProjection, x: torch.Tensor) -> torch.Tensor:
+    blas_threads.match_torch()  # numpy's BLAS on torch's threads, not every core
     w_t = proj.weight.detach().numpy().T  # [in, out], a transposed view: BLAS reads it as is, no copy
     out = torch.from_numpy(x.detach().contiguous().numpy() @ w_t)  # [M, out]
     return out if proj.bias is None else out + proj.bias
@@ -109,7 +110,8 @@ PRODUCTS: dict[str, Product] = {
     "stock": Product("F.linear (MKL); MKL's pre-packed GEMM from 4 rows inside a tree forward", _stock),
     "onednn": Product("oneDNN's linear on a weight reordered once (torch's mkldnn build)", _onednn,
                       onednn_available),
-    "numpy": Product("numpy's matmul (its BLAS, OpenBLAS in the wheels) on the weight's transposed view", _numpy),
+    "numpy": Product("numpy's matmul (its BLAS, OpenBLAS in the wheels, on torch's threads) on the weight's "
+                     "transposed view", _numpy),
     "split": Product(f"F.linear over {SPLITS} column blocks of the weight, concatenated", _split),
     "native": Product("native_rows.c, compiled here: each weight read once for up to 6 rows", _native,
                       native_rows.available, max_rows=NATIVE_ROWS_MAX),
