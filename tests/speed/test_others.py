@@ -19,15 +19,22 @@ from viz import speed as speed_view
 REAL_BUSY = others.machine_busy_seconds  # the conftest fixture stubs it for every other test
 
 
-def stat_file(tmp_path, user: int, system: int, idle: int, iowait: int = 0):
+def stat_file(tmp_path, user: int, system: int, idle: int, iowait: int = 0, cpu1_user: int = 0):
+    """A /proc/stat of two CPUs: the machine line, cpu0 with the rest of `user`, cpu1 with `cpu1_user`."""
     path = tmp_path / "stat"
-    path.write_text(f"cpu  {user} 0 {system} {idle} {iowait} 0 0 0 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\nintr 1\n")
+    path.write_text(f"cpu  {user} 0 {system} {idle} {iowait} 0 0 0 0 0\n"
+                    f"cpu0 {user - cpu1_user} 0 {system} {idle} {iowait} 0 0 0 0 0\n"
+                    f"cpu1 {cpu1_user} 0 0 0 0 0 0 0 0 0\nintr 1\n")
     return path
 
 
-def test_the_machine_busy_time_is_every_field_but_idle_and_iowait(tmp_path) -> None:
+def test_the_busy_time_is_every_field_but_idle_and_iowait_of_the_cpus_asked_for(tmp_path) -> None:
     hz = os.sysconf("SC_CLK_TCK")
-    assert REAL_BUSY(stat_file(tmp_path, user=3 * hz, system=hz, idle=50 * hz, iowait=7 * hz)) == pytest.approx(4.0)
+    path = stat_file(tmp_path, user=3 * hz, system=hz, idle=50 * hz, iowait=7 * hz, cpu1_user=2 * hz)
+    assert REAL_BUSY(path) == pytest.approx(4.0)  # the machine's line
+    assert REAL_BUSY(path, frozenset({0})) == pytest.approx(2.0) and REAL_BUSY(path, frozenset({1})) == 2.0
+    assert REAL_BUSY(path, frozenset({0, 1})) == pytest.approx(4.0)
+    assert REAL_BUSY(path, frozenset({0, 7})) is None  # a CPU /proc/stat does not list: unknown, not a guess
     (tmp_path / "stat").write_text("not a stat file\n")
     assert REAL_BUSY(tmp_path / "stat") is None
     assert REAL_BUSY(tmp_path / "absent") is None
@@ -51,10 +58,11 @@ def test_the_meter_counts_the_others_not_this_process(tmp_path, monkeypatch) -> 
     monkeypatch.setattr(others, "time", clock)
     monkeypatch.setattr(others, "machine_busy_seconds", REAL_BUSY)
     path = stat_file(tmp_path, user=10 * hz, system=0, idle=100 * hz)
-    meter = others.OthersMeter(path)
+    meter, cpu1 = others.OthersMeter(path, frozenset({0, 1})), others.OthersMeter(path, frozenset({1}))
     clock.wall, clock.own = 2.0, 1.0
     stat_file(tmp_path, user=13 * hz, system=0, idle=101 * hz)
     assert meter.cores() == pytest.approx(1.0)
+    assert cpu1.cores() == 0.0  # cpu1 stayed idle: this process's own second is more than it saw
     assert others.shared(meter.cores(), threads=2, cores=2) and not others.shared(meter.cores(), 2, 8)
     assert not others.shared(0.2, threads=2, cores=2) and not others.shared(None, 2, 2)
 
