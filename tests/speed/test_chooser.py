@@ -96,8 +96,8 @@ def test_a_steps_rest_grows_with_its_rows():
 
 
 def test_the_rest_line_fits_the_median_rest_of_each_size():
-    """step_costs.rest_line: one disturbed step at a size moves nothing (a median per size), the line goes
-    through the sizes' medians, and a single size gives a flat rest."""
+    """step_costs.rest_line: one disturbed step at a size moves nothing, the line goes through the sizes'
+    medians, and a single size gives a flat rest."""
     from decoding.speed.step_costs import rest_line
 
     points = [(1, 1.2), (1, 1.2), (1, 40.0), (3, 1.7), (3, 1.7), (7, 2.7), (7, 2.7), (7, 2.7)]
@@ -184,3 +184,14 @@ def test_greedy_top_k_rates_make_a_cheap_tree_beat_the_chain_on_a_cpu_curve():
     chain = choose(costs, table, chains_only=True)
     assert tree.best.levels and max(tree.best.levels) >= 3 and tree.best.verifier == "pointmass"
     assert tree.speedup > chain.ranked[0].tokens_per_s / chain.alone.tokens_per_s + 0.1
+
+
+def test_a_size_timed_on_a_few_steps_cannot_tilt_the_rest_line():
+    """Chains' steps at 1, 2 and 5 rows lie on 0.5 + 0.3 ms a row; three steps of a 9-row tree read 12 ms (a wider
+    verify, a disturbed machine): the line stays the chains' (a least-squares line through each size's median
+    read 0.0 + 1.3 ms a row here, every chain predicted dearer than it runs)."""
+    from decoding.speed.step_costs import rest_line
+
+    chains = [(1, 0.8)] * 5 + [(2, 1.1)] * 6 + [(5, 2.0)] * 20
+    intercept, slope = rest_line(chains + [(9, 12.0)] * 3)
+    assert slope == pytest.approx(0.3, abs=0.02) and intercept == pytest.approx(0.5, abs=0.05)
