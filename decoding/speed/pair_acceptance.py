@@ -31,6 +31,27 @@ NEW_TOKENS, DEPTH = 32, 4  # chains of 4 over 32 tokens per prompt: an answer's 
 TEMPERATURES = (0.0, 0.8)
 SHIPPED = Path(__file__).resolve().parents[2] / "assets" / "speed" / "acceptance.json"
 EMBEDDED_KINDS = ("embedded", *machine.HEAD_KINDS, "lookup")
+# the shipped measurement's prompts beyond the calibration's: a built-in pair's acceptance is measured once, by a
+# developer, so it rests on three times the text (about 130 first-level nodes on the calibration's four prompts
+# alone left the chooser's top shapes within a standard error of each other: docs/speed.md, "The head trained on
+# again"); in none of the bench's, the head's training or validation prompts, nor the calibration's
+SHIPPED_EXTRA_PROMPTS = (
+    "Describe how a lighthouse warns ships at night.",
+    "Write a Python function that sums the diagonal of a square matrix.",
+    "What should I know before adopting a rabbit?",
+    "Explain how a compass finds north.",
+    "Write a C function that returns the largest element of an array.",
+    "Give some tips for learning to juggle.",
+    "How does a kite stay up in the air?",
+    "Write a shell one-liner that counts the lines in every .txt file in a folder.",
+)
+
+
+def acceptance_prompts(pair_kind: str, prompts: tuple[str, ...]) -> tuple[str, ...]:
+    """The prompts a pair's acceptance is measured on: the calibration's, and for a built-in pair (shipped) the
+    SHIPPED_EXTRA_PROMPTS too. A built-in pair whose shipped entry does not match (another embedded model file,
+    a retrained head) measures the same longer set once on the user's machine, then caches it."""
+    return prompts + SHIPPED_EXTRA_PROMPTS if pair_kind in EMBEDDED_KINDS else prompts
 
 
 def run_steps(pair, config: DecodeConfig, prompt: str) -> tuple[list, list[acceptance.Row]]:
@@ -110,7 +131,8 @@ def ship(key: dict, tables: dict[float, AcceptanceTable], path: Path = SHIPPED) 
         whole = {}
     whole.setdefault("pairs", {})[key["pair"]] = {"key": key, "acceptance": tables_to_dict(tables),
                                                   "when": time.strftime("%Y-%m-%d %H:%M:%S")}
-    whole["about"] = ("the exact acceptance of each built-in pair on the calibration prompts (machine-independent): "
+    whole["about"] = ("the exact acceptance of each built-in pair on the calibration prompts and SHIPPED_EXTRA_PROMPTS "
+                      "(machine-independent): "
                       "decoding/speed/pair_acceptance.py; remeasure with python -m bench calibrate --pair KIND "
                       "--ship-acceptance")
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -32,13 +32,14 @@ def steps_and_acceptance(pair, pair_kind: str, prompts: tuple[str, ...], root: P
     parent's level and the rests; when it is known, one chain of COST_TOKENS at T = 0 gives those. Then a chain of
     1 (a step's first level: first_level), trees for wider draft levels (draft_curve) and the target alone (the
     rest of a one-row step)."""
-    key = pair_acceptance.pair_key(pair, pair_kind, prompts)
+    measured_on = pair_acceptance.acceptance_prompts(pair_kind, prompts)
+    key = pair_acceptance.pair_key(pair, pair_kind, measured_on)
     tables, source = (None, "") if fresh else pair_acceptance.known(key, root)
     if tables is None:
-        tables, runs = pair_acceptance.measure(pair, prompts)
+        tables, runs = pair_acceptance.measure(pair, measured_on)
         pair_acceptance.save(key, tables, root)
-        source = (f"measured now ({len(prompts)} prompts x {pair_acceptance.NEW_TOKENS} tokens at each temperature; "
-                  "kept for this pair)")
+        source = (f"measured now ({len(measured_on)} prompts x {pair_acceptance.NEW_TOKENS} tokens at each "
+                  "temperature; kept for this pair)")
     else:
         runs = [run_steps(pair, pair_acceptance.chain(0.0, COST_TOKENS), prompts[0])[0]]
     first, first_rests = first_level(pair, prompts[0])
