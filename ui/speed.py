@@ -23,7 +23,7 @@ from decoding.models.head import weights as head_files
 from decoding.models.pairs import PLAN_KEY
 from decoding.run.config import Branching, DecodeConfig
 from decoding.run.seen import Seen, fixed_depth, misses
-from decoding.speed import acceptance, calibrate, chooser, machine, others, pair_acceptance
+from decoding.speed import acceptance, calibrate, chooser, machine, pair_acceptance
 from decoding.speed.calibrate import Calibration
 from ui import decode
 from ui.run_cache import RunCache
@@ -146,12 +146,7 @@ def _facts(cal: Calibration, table: chooser.AcceptanceTable, choice: chooser.Cho
         run_predicted=run_predicted, run_measured=measured, measured_how=how,
         nodes=table.nodes if from_run else 0, overhead_per_row_ms=cal.costs.overhead_per_row,
         run_against=against, run_below=below, depth_rates=table.rates[1],
-        card=head_card(session.controls.pair, config.temperature), warning=shared_words(cal))
-
-
-def shared_words(cal: Calibration) -> str:
-    """The calibration's note that other processes took the cores while it timed (it is not cached), or ""."""
-    return next((n for n in cal.notes if n.startswith(others.SAID)), "") if cal.shared else ""
+        card=head_card(session.controls.pair, config.temperature), warning=cal.shared_note())
 
 
 def head_card(pair: str, temperature: float, folder: Path = head_files.HEAD_DIR) -> speed_view.HeadCard | None:

@@ -96,6 +96,10 @@ class Calibration:
     others_cores: float | None = None  # cores other processes kept busy while it timed (None: unknown, a GPU)
     shared: bool = False  # those cores and its threads needed more than the machine has: not cached (others.py)
 
+    def shared_note(self) -> str:
+        """The note that other processes took the cores while it timed (then it is not cached), or ""."""
+        return next((n for n in self.notes if n.startswith(others.SAID)), "") if self.shared else ""
+
     def products_words(self) -> str:
         """What computes the target's products, in words: the plan and its padding."""
         return products.describe(self.plan, pad=self.pad)
@@ -252,10 +256,10 @@ def measure(pair, key: dict, progress: Progress, *, root: Path | None = None, fr
     draft, rest, tables, source = steps_and_acceptance(pair, key["pair"], prompts, root, fresh_acceptance)
     notes.append(f"acceptance: {source}")
     costs = StepCosts(planned, draft.curve, *rest, draft_first=draft.first_extra)
-    others_cores = meter.cores() if str(pair.device) == "cpu" else None
-    shared = others.shared(others_cores, key["threads"], others.usable_cores())
+    others_cores, cores = meter.cores() if str(pair.device) == "cpu" else None, others.usable_cores()
+    shared = others.shared(others_cores, key["threads"], cores)
     if shared:
-        notes.append(others.words(others_cores, key["threads"], others.usable_cores()))
+        notes.append(others.words(others_cores, key["threads"], cores))
     return Calibration(key, costs, StepCosts(stock, draft.curve, *rest, draft_first=draft.first_extra), plan,
                        forward_ms, tables, round(time.perf_counter() - t0, 2), time.strftime("%Y-%m-%d %H:%M:%S"),
                        tuple(notes), pad, trials, others_cores, shared)

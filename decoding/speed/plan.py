@@ -45,7 +45,7 @@ def calibrate_once(pair: ModelPair, kind: str, activity: Callable[[], object] | 
     log.info("calibrated in %.1f s; target products: %s", cal.seconds,
              cal.products_words() if cal.plan or cal.pad else "stock (no method beat it here)")
     if cal.shared:  # other processes took the cores: calibrated() did not cache it
-        log.warning("calibrating the %s pair: %s", kind, cal.notes[-1])
+        log.warning("calibrating the %s pair: %s", kind, cal.shared_note())
     elif activity is not None and activity() != before:
         machine.cache_file(key).unlink(missing_ok=True)
         log.warning("runs were stepped while the %s pair was calibrated, so its timings may be skewed: it is not "

@@ -98,13 +98,11 @@ def test_a_calibration_timed_on_shared_cores_is_used_but_not_cached(tmp_path, mo
 
 
 def test_the_speed_summary_says_first_that_the_cores_were_shared(monkeypatch) -> None:
-    from ui import speed as speed_tab
-
     key = machine.machine_key("toy", "cpu", threads=2)
     note = others.words(1.2, 2, 2)
-    cal = dataclasses.replace(sample(key), others_cores=1.2, shared=True, notes=("acceptance: shipped", note))
-    assert speed_tab.shared_words(cal) == note
-    assert speed_tab.shared_words(dataclasses.replace(cal, shared=False)) == ""
+    cal = dataclasses.replace(sample(key), others_cores=1.2, shared=True, notes=("acceptance: shipped", note, "x"))
+    assert cal.shared_note() == note
+    assert dataclasses.replace(cal, shared=False).shared_note() == ""
     facts = speed_view.SpeedFacts(machine="m", stock=((1, 2.0),), planned=((1, 2.0),), plan="stock", draft=((1, 1.0),),
                                   overhead_ms=0.5, shapes=(speed_view.ShapeRow("target alone", 1.0, 2.0, 1.0),),
                                   chosen="decoding without a draft", warning=note)

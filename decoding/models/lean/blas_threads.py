@@ -13,27 +13,26 @@ or where numpy's BLAS is not OpenBLAS, nothing is set (`controlled()` says wheth
 
 from __future__ import annotations
 
+import functools
 import threading
 
 import torch
 
 _lock = threading.Lock()
-_state: dict[str, object] = {"threads": None, "blas": None, "looked": False}
+_state: dict[str, int | None] = {"threads": None}  # the count set last (None: not yet)
 
 
+@functools.cache
 def _blas():
     """threadpoolctl's controller of numpy's OpenBLAS (found once), or None."""
-    if not _state["looked"]:
-        try:
-            import numpy  # noqa: F401 - numpy loads its BLAS; the controller lists the libraries loaded
-            from threadpoolctl import ThreadpoolController
+    try:
+        import numpy  # noqa: F401 - numpy loads its BLAS; the controller lists the libraries loaded
+        from threadpoolctl import ThreadpoolController
 
-            blas = ThreadpoolController().select(internal_api="openblas")
-            _state["blas"] = blas if blas.info() else None
-        except Exception:  # noqa: BLE001 - no threadpoolctl, or it cannot read this platform's libraries
-            _state["blas"] = None
-        _state["looked"] = True
-    return _state["blas"]
+        blas = ThreadpoolController().select(internal_api="openblas")
+        return blas if blas.info() else None
+    except Exception:  # noqa: BLE001 - no threadpoolctl, or it cannot read this platform's libraries
+        return None
 
 
 def match_torch() -> None:
