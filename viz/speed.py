@@ -34,9 +34,10 @@ accepted.
 "Measured on a GPU with CUDA graphs"; not this machine): its forward, replayed from CUDA graphs, took 3.2 ms \
 against transformers' 15 ms, yet the second row cost 1.35x the first and a draft level a quarter of a forward, \
 so with the head's acceptance near 1.4 tokens a step no draft paid there.
-- **The head trained on a GPU** accepts about 0.6 a level (a chain of 3: 2.3 tokens a step), yet on an H200 it \
-still lost: a draft level cost 2.3 ms of Python and launches against a 3.3 ms forward (docs/speed.md, "The head \
-trained on a GPU"). On a 2-core CPU, where a forward costs 16 ms and a level 1.4 ms, it pays.
+- **The head trained on a GPU** accepts about 0.6-0.67 a level (a chain of 3: 2.4 tokens a step at T = 0), yet on \
+an H200 it still lost: a draft level cost about 2 ms of Python and launches against a 3.3 ms forward (docs/speed.md, \
+"The head trained on a GPU", "The head trained on again"). On a 2-core CPU, where a forward costs 16-19 ms and a \
+level 1.5-2 ms, it pays.
 - **On a CPU** the few-row product is often dearer per row than it should be (MKL's BLAS re-packs the weights \
 for each small product), so 3 rows can cost twice one row. Each drafted token must then be accepted often \
 enough to pay for its row and its draft forward; when it is not, the fastest choice is no draft at all.
