@@ -47,8 +47,9 @@ from decoding.speed.chooser import AcceptanceTable
 from decoding.speed.step_costs import steps_and_acceptance
 from decoding.verify.tree import DraftTree
 
-CALIBRATION_VERSION = 7  # 2: the plan from whole forwards; 3: the rest per row; 4: T = 0 top-k acceptance;
+CALIBRATION_VERSION = 8  # 2: the plan from whole forwards; 3: the rest per row; 4: T = 0 top-k acceptance;
 # 5: padding; 6: the native product; 7: numpy's BLAS on torch's threads (models/lean/blas_threads.py)
+# 8: the AVX-512 native product (native512)
 ROWS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)  # target forward sizes timed (a chain of 8 is 9 rows)
 PLAN_ROWS = (1, 2, 4, 8)  # sizes every product method is timed at (a plan's choice at 8 holds above it)
 FLAT_ROWS, STEEP = 16, 1.25  # sizes above FLAT_ROWS are timed only where FLAT_ROWS rows cost <= STEEP x one

@@ -80,6 +80,8 @@ def test_release_copies_frees_the_methods_a_plan_does_not_use(tiny):
     lean = lean_target.LeanFloatLlama(tiny)
     few_rows.release_copies(lean)  # the module's model: other tests' plans left copies on it
     methods = [m for m in few_rows.COPIES if m in few_rows.available_products()]
+    by_attr = {few_rows.COPIES[m]: m for m in methods}  # one method per copy (both native kernels share one)
+    methods = list(by_attr.values())
     x = torch.randn(1, 3, tiny.config.hidden_size)  # [1, 3, hidden]
     for method in methods:
         apply_plan(lean, {3: method})
@@ -127,6 +129,22 @@ def test_a_method_is_not_run_past_its_row_limit():
     slow = {**measured, 8: {"stock": 40.0, "onednn": 39.4, "native": 30.0}}  # onednn within the margin at 8
     assert products.plan_from(slow, few_rows.row_limits()) == {n: "native" for n in range(1, 9)}
     assert products.plan_from(measured, {}) == {n: "native" for n in range(1, 65)}  # no limits: as expand does
+
+
+def test_a_row_count_between_two_timed_sizes_takes_the_method_fastest_on_the_line_between_them():
+    """One AMD EPYC core's calibration: the AVX2 kernel 3 % faster at 4 rows, the AVX-512 one 37 % at 8. The
+    AVX2 kernel runs 6 rows a block and is steep past 4 (a 6-row forward 33.5 ms where the plan kept it, against
+    26 ms for 8 rows by the other): 5-7 rows take the AVX-512 kernel."""
+    measured = {1: {"stock": 37.5, "onednn": 23.4, "native": 20.6, "native512": 21.1},
+                4: {"stock": 54.5, "onednn": 27.5, "native": 23.5, "native512": 24.2},
+                8: {"stock": 63.6, "onednn": 33.2, "native": 41.1, "native512": 26.0}}
+    filled = products.interpolate(measured)
+    assert filled[6] == pytest.approx({"stock": 59.05, "onednn": 30.35, "native": 32.3, "native512": 25.1})
+    plan = products.plan_from(measured, few_rows.row_limits())
+    assert [plan[n] for n in range(1, 9)] == ["native"] * 4 + ["native512"] * 4
+    assert all(plan[n] == "native512" for n in range(9, 17)) and plan[17] == "onednn"  # its 16-row limit
+    dropped = {**measured, 4: {k: v for k, v in measured[4].items() if k != "native512"}}  # not timed at 4
+    assert "native512" not in products.interpolate(dropped)[3] and products.plan_from(dropped, {})[5] == "native"
 
 
 def test_a_pair_describes_the_product_plan_its_p_is_computed_with(tiny, tiny_matching_folders):
@@ -217,3 +235,15 @@ def test_the_numpy_product_runs_numpy_blas_on_the_threads_torch_uses():
     finally:
         torch.set_num_threads(before)
         blas_threads.match_torch()
+
+
+def test_the_native_kernels_share_one_copy_and_keeping_either_keeps_it(tiny):
+    """native and native512 read the same panels: a plan that keeps one must not lose the other's copy."""
+    assert few_rows.COPIES["native"] == few_rows.COPIES["native512"]
+    lean = lean_target.LeanFloatLlama(tiny)
+    few_rows.release_copies(lean)
+    inner = few_rows.unwrapped(lean.lean_layers[0].qkv)
+    inner.native_panels = torch.zeros(1, 1, 16)  # as a native plan leaves it (made without the kernel here)
+    for kept in ("native", "native512"):
+        assert few_rows.release_copies(lean, keep={kept}) == 0 and inner.native_panels is not None
+    assert few_rows.release_copies(lean, keep={"stock"}) == 64 and inner.native_panels is None

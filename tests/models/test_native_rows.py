@@ -16,18 +16,23 @@ needs_native = pytest.mark.skipif(not native_rows.available(),
                                   reason=f"no native product here: {native_rows.why_unavailable()}")
 
 
-@needs_native
+needs_wide = pytest.mark.skipif(not native_rows.wide_available(), reason="this CPU lacks AVX-512 (F)")
+KERNELS = [pytest.param(False, marks=needs_native, id="avx2"), pytest.param(True, marks=needs_wide, id="avx512")]
+
+
+@pytest.mark.parametrize("wide", KERNELS)
 @pytest.mark.parametrize("threads", [1, 2, 3])
 @pytest.mark.parametrize("out_features, in_features", [(1000, 48), (32, 576), (37, 13), (16, 1)])
-def test_the_native_product_is_the_stock_product(out_features, in_features, threads):
-    """On several threads each takes a share of the panels (16 outputs each; 37 outputs make 3 panels)."""
+def test_the_native_product_is_the_stock_product(out_features, in_features, threads, wide):
+    """On several threads each takes a share of the panels (16 outputs each; 37 outputs make 3 panels: the
+    AVX-512 kernel's last one alone); row counts across both kernels' blocks (6 and 12 rows)."""
     torch.manual_seed(out_features)
     w = torch.randn(out_features, in_features)  # [out, in]
     wp = native_rows.panels(w)
     assert wp.shape == (-(-out_features // 16), in_features, 16)
-    for rows in (1, 2, 3, 4, 5, 6, 7, 12, 13):
+    for rows in (1, 2, 3, 4, 5, 6, 7, 11, 12, 13, 25):
         x = torch.randn(rows, in_features)  # [rows, in]
-        got = native_rows.product(wp, x, out_features, threads=threads)  # [rows, out]
+        got = native_rows.product(wp, x, out_features, threads=threads, wide=wide)  # [rows, out]
         assert got.shape == (rows, out_features)
         torch.testing.assert_close(got, x @ w.T, rtol=1e-5, atol=1e-4)  # sums of up to 576 terms: rounding
 
@@ -40,6 +45,27 @@ def test_a_strided_input_and_misfit_panels():
         native_rows.product(native_rows.panels(w), torch.randn(3, 23), 40)
     with pytest.raises(ValueError, match="do not fit"):
         native_rows.product(native_rows.panels(w), torch.randn(3, 24, dtype=torch.float64), 40)
+
+
+@needs_native
+def test_the_wide_kernel_is_refused_where_the_cpu_lacks_avx512(monkeypatch):
+    lib = native_rows._library()
+    monkeypatch.setattr(native_rows, "_library", lambda: _NoWide(lib))
+    assert not native_rows.wide_available() and native_rows.available()
+    assert "native512" not in few_rows.available_products() and "native" in few_rows.available_products()
+    with pytest.raises(RuntimeError, match="AVX-512"):
+        native_rows.product(native_rows.panels(torch.randn(16, 4)), torch.randn(1, 4), 16, wide=True)
+
+
+class _NoWide:
+    """The loaded library as an AVX2-only CPU sees it."""
+
+    def __init__(self, lib) -> None:
+        self.native_rows = lib.native_rows
+
+    @staticmethod
+    def native_rows_wide_supported() -> int:
+        return 0
 
 
 def _fresh(monkeypatch, tmp_path, **env):

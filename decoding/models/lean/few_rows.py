@@ -36,6 +36,7 @@ SPLITS = 4  # column blocks of the split product
 PLAN_ROWS_MAX = 64  # the largest tree forward a plan covers (the packed buckets' largest)
 ONEDNN_ROWS_HINT = 8  # the row count oneDNN reorders a weight for; one reordered copy serves every row count
 NATIVE_ROWS_MAX = 8  # the native product reads every weight once per block of 6 rows: beyond 8 rows, others
+WIDE_ROWS_MAX = 16  # the AVX-512 one, once per block of 12 rows: 13-16 rows re-read each panel from the cache
 
 
 @dataclass(frozen=True)
@@ -84,13 +85,20 @@ def _native(proj: PlannedProjection, x: torch.Tensor) -> torch.Tensor:
     return out if proj.bias is None else out + proj.bias
 
 
+def _native512(proj: PlannedProjection, x: torch.Tensor) -> torch.Tensor:
+    out = native_rows.product(native_weight(proj.inner), x, proj.weight.shape[0], wide=True)  # [M, out]
+    return out if proj.bias is None else out + proj.bias
+
+
 def native_weight(inner: PackedProjection) -> torch.Tensor:
     """The weight copied once into the native kernel's panels."""
     return _kept_copy(inner, "native", native_rows.panels)
 
 
-COPIES = {"onednn": "onednn_packed", "native": "native_panels"}  # method -> the attribute holding its copy
-COPY_MAKERS = {"onednn": onednn_weight, "native": native_weight}  # method -> what makes (or returns the kept) copy
+COPIES = {"onednn": "onednn_packed", "native": "native_panels", "native512": "native_panels"}  # method -> the
+# attribute holding its copy (both native kernels read the same panels)
+COPY_MAKERS = {"onednn": onednn_weight, "native": native_weight, "native512": native_weight}  # method -> what
+# makes (or returns the kept) copy
 
 
 def _kept_copy(inner: PackedProjection, method: str, make: Callable[[torch.Tensor], object]):
@@ -115,6 +123,8 @@ PRODUCTS: dict[str, Product] = {
     "split": Product(f"F.linear over {SPLITS} column blocks of the weight, concatenated", _split),
     "native": Product("native_rows.c, compiled here: each weight read once for up to 6 rows", _native,
                       native_rows.available, max_rows=NATIVE_ROWS_MAX),
+    "native512": Product("native_rows.c's AVX-512 kernel, compiled here: each weight read once for up to 12 rows",
+                         _native512, native_rows.wide_available, max_rows=WIDE_ROWS_MAX),
 }
 
 
@@ -208,11 +218,11 @@ def prepare_copies(lean, method: str) -> None:
 def release_copies(lean, keep: set[str] | frozenset[str] = frozenset()) -> int:
     """Drop the weight copies of the methods not in `keep` from every product of the lean target (each copy
     is the size of its weight: together a second model in memory); the bytes freed."""
-    freed = 0
+    freed, kept = 0, {COPIES[m] for m in keep if m in COPIES}  # kept: the attributes a kept method reads
     for inner in products_of(lean):
-        for method, attr in COPIES.items():
+        for attr in set(COPIES.values()) - kept:
             copy = getattr(inner, attr, None)
-            if method not in keep and copy is not None:
+            if copy is not None:
                 freed += copy.numel() * copy.element_size()
                 with inner.lock:
                     setattr(inner, attr, None)

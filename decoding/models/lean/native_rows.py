@@ -14,7 +14,9 @@ AVX2 or FMA, or SPECSCOPE_NO_NATIVE is set, `available()` is False and says why 
 calibration then never times the method. No user input reaches the compiler: it only ever builds this file.
 
 `panels(weight)` makes the kernel's copy of a weight [out, in]: [ceil(out / 16), in, 16], the outputs padded
-with zero rows to a multiple of 16. `product(panels, x, out_features)` is x [M, in] @ weight^T -> [M, out].
+with zero rows to a multiple of 16. `product(panels, x, out_features)` is x [M, in] @ weight^T -> [M, out];
+`product(..., wide=True)` runs the AVX-512 kernel on the same panels (native_rows.c's native_rows_wide: two
+panels at once, up to 12 rows a block), where `wide_available()` says the CPU has AVX-512.
 """
 
 from __future__ import annotations
@@ -45,6 +47,12 @@ _state: dict[str, object] = {}  # "lib" (the loaded library) or "why" (why there
 def available() -> bool:
     """Whether the compiled kernel runs here (compiling it the first time)."""
     return _library() is not None
+
+
+def wide_available() -> bool:
+    """Whether the AVX-512 kernel runs here: the library loads and the CPU has AVX-512 (F)."""
+    lib = _library()
+    return lib is not None and bool(lib.native_rows_wide_supported())
 
 
 def why_unavailable() -> str | None:
@@ -102,8 +110,9 @@ def _load(path: Path):
     lib = ctypes.CDLL(str(path))
     if not lib.native_rows_supported():
         raise RuntimeError("this CPU lacks AVX2 or FMA")
-    lib.native_rows.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_long] * 4
-    lib.native_rows.restype = None
+    for kernel in (lib.native_rows, lib.native_rows_wide):
+        kernel.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_long] * 4
+        kernel.restype = None
     return lib
 
 
@@ -117,12 +126,16 @@ def panels(weight: torch.Tensor) -> torch.Tensor:
     return w.reshape(padded // PANEL, PANEL, k).transpose(1, 2).contiguous()  # [padded / PANEL, in, PANEL]
 
 
-def product(wp: torch.Tensor, x: torch.Tensor, out_features: int, threads: int | None = None) -> torch.Tensor:
+def product(wp: torch.Tensor, x: torch.Tensor, out_features: int, threads: int | None = None,
+            wide: bool = False) -> torch.Tensor:
     """x [M, in] @ weight^T -> [M, out_features], the weight given as its panels (float32, CPU), its panels shared
-    out on `threads` threads (torch's count by default; one where the library was built without OpenMP)."""
+    out on `threads` threads (torch's count by default; one where the library was built without OpenMP); `wide`:
+    by the AVX-512 kernel."""
     lib = _library()
     if lib is None:
         raise RuntimeError(f"the native few-row product is unavailable: {why_unavailable()}")
+    if wide and not lib.native_rows_wide_supported():
+        raise RuntimeError("the wide native product needs AVX-512, which this CPU lacks")
     x = x.contiguous()
     rows, k = x.shape
     if wp.dim() != 3 or wp.shape[1] != k or wp.shape[2] != PANEL or wp.dtype != torch.float32 \
@@ -130,5 +143,6 @@ def product(wp: torch.Tensor, x: torch.Tensor, out_features: int, threads: int |
         raise ValueError(f"panels {tuple(wp.shape)} {wp.dtype} do not fit x {tuple(x.shape)} {x.dtype}")
     y = torch.empty(rows, wp.shape[0] * PANEL)  # [M, padded out]
     threads = torch.get_num_threads() if threads is None else threads
-    lib.native_rows(x.data_ptr(), wp.data_ptr(), y.data_ptr(), rows, y.shape[1], k, max(1, int(threads)))
+    kernel = lib.native_rows_wide if wide else lib.native_rows
+    kernel(x.data_ptr(), wp.data_ptr(), y.data_ptr(), rows, y.shape[1], k, max(1, int(threads)))
     return y if y.shape[1] == out_features else y[:, :out_features]
