@@ -65,7 +65,8 @@ def run(args, argv: list[str]) -> int:
     from decoding.models.embedded import model as embedded
 
     model = embedded.load_target(args.device, log)
-    embed, lm_rows = model.model.embed_tokens.weight.detach(), model.lm_head.weight.detach()[: args.head_size]
+    embed = model.model.embed_tokens.weight.detach()
+    lm_rows = draft_head.draft_lm_rows(model.lm_head.weight, args.head_size)  # [head_size, hidden]
     config = FusedConfig(hidden=int(model.config.hidden_size), taps=args.taps, heads=args.heads,
                          inner=args.inner, head_size=args.head_size)
     train_plan = head_train.TrainPlan(steps=args.steps, batch=args.train_batch, levels=args.levels, lr=args.lr,
@@ -159,8 +160,8 @@ def eval_pairs(model, head: FusedHead, device: str) -> dict[str, object]:
     from decoding.speed.plan import load_planned
 
     shipped = load_planned("embedded-head", device=device, progress=log)
-    lean = LeanFusedHead(head.to(shipped.target_model.device), shipped.target_model.lm_head.weight.detach()[
-        : head.config.head_size])
+    lean = LeanFusedHead(head.to(shipped.target_model.device),
+                         draft_head.draft_lm_rows(shipped.target_model.lm_head.weight, head.config.head_size))
     parts = HeadParts(lean, shipped.target_model.model.embed_tokens.weight.detach(), "new fused head")
     scorer = shipped.target_session().model  # the shipped pair's own scoring forward (lean on a CPU)
     return {"shipped": shipped, "new": head_pair(shipped.target_model, shipped.codec, scorer, parts, device)}

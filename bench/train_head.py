@@ -305,7 +305,7 @@ def main_mlp(args, argv: list[str]) -> int:
     config = draft_head.HeadConfig(hidden=int(model.config.hidden_size), inner=args.inner, head_size=args.head_size)
     head = draft_head.DraftHead(config).to(model.device)
     objective = Objective(head, model.model.embed_tokens.weight.detach(),
-                          model.lm_head.weight.detach()[: args.head_size], args.levels)
+                          draft_head.draft_lm_rows(model.lm_head.weight, args.head_size), args.levels)
     stats = train(examples(data["seqs"], data["feats"], args.levels), objective, args.epochs, args.seed, args.lr,
                   args.train_batch)
     about = {"made_by": "python -m bench train-head " + " ".join(argv), **stats,

@@ -16,7 +16,7 @@ from decoding.models.head.fused import FusedConfig, FusedHead
 from decoding.models.head.fused_drafter import FusedHeadTreeLM
 from decoding.models.head.lean_fused import LeanFusedHead
 from decoding.models.head.weights import load_head, save_head
-from decoding.models.lean import few_rows
+from decoding.models.lean import few_rows, native_rows
 from decoding.models.lean import target as lean_target
 from decoding.verify.tree import DraftTree
 from tests.conftest import save_tiny_llama
@@ -53,7 +53,7 @@ def plain_rows(tiny, ids: list[int]) -> torch.Tensor:
     return torch.stack([out.hidden_states[t][0] for t in TAPS] + [out.last_hidden_state[0]], dim=1)
 
 
-def reference_row(tiny, head, context: list[int], path_tokens: list[int]) -> torch.Tensor:
+def reference_row(tiny, head, context: list[int], path_tokens: list[int], lm_rows=None) -> torch.Tensor:
     """[V] the head's logits at the end of `path_tokens` (root first): FusedHead.unrolled over the context and the
     drafted tokens, read at the root's pair and the path's level."""
     seq = context + path_tokens[1:]
@@ -61,7 +61,8 @@ def reference_row(tiny, head, context: list[int], path_tokens: list[int]) -> tor
         states = head.unrolled(plain_rows(tiny, seq)[None], torch.tensor([seq]), tiny.model.embed_tokens.weight,
                                levels=len(path_tokens))
         row = torch.full((tiny.config.vocab_size,), float("-inf"))
-        row[:HEAD_SIZE] = head.logits(states[-1][0, len(context) - 2], tiny.lm_head.weight[:HEAD_SIZE])
+        lm_rows = tiny.lm_head.weight[:HEAD_SIZE] if lm_rows is None else lm_rows  # [HEAD_SIZE, hidden]
+        row[:HEAD_SIZE] = head.logits(states[-1][0, len(context) - 2], lm_rows)
     return row
 
 
@@ -104,7 +105,35 @@ def test_with_a_product_plan_the_rows_are_the_same(tiny, head, method) -> None:
     assert_rows_follow_paths(tiny, head, target, draft)
 
 
-def assert_rows_follow_paths(tiny, head, target, draft) -> None:
+@pytest.mark.parametrize("method", sorted({"native", "native512"} & set(few_rows.available_products())))
+def test_a_head_of_float16_values_keeps_float16_panels_and_the_same_rows(tiny, head, method) -> None:
+    """A shipped head's weights are float16 values (save_head), and its lm_head rows are rounded to them
+    (weights.draft_lm_rows): every product keeps the native kernels' copy in float16, the rows stay the
+    reference's. A weight of float32 values keeps float32 panels."""
+    from copy import deepcopy
+
+    from decoding.models.head.weights import draft_lm_rows
+
+    halved = deepcopy(head)
+    with torch.no_grad():
+        for weight in halved.parameters():
+            weight.copy_(weight.to(torch.float16).float())
+    rows = draft_lm_rows(tiny.lm_head.weight, HEAD_SIZE)  # [HEAD_SIZE, hidden]
+    assert native_rows.exact_in_half(rows) and not native_rows.exact_in_half(tiny.lm_head.weight[:HEAD_SIZE])
+    target = FeatureTreeLM(tiny, taps=TAPS)
+    draft = FusedHeadTreeLM(LeanFusedHead(halved, rows), tiny.model.embed_tokens.weight.detach(),
+                            target.vocab_size, target)
+    few_rows.apply_plan(draft.head, {n: method for n in range(1, 9)})
+    inners = few_rows.products_of(draft.head)
+    assert len(inners) == 8 and all(inner.panel_dtype == torch.float16 for inner in inners)
+    assert_rows_follow_paths(tiny, halved, target, draft, lm_rows=rows)
+    assert all(inner.native_panels.dtype == torch.float16 for inner in inners)  # what the rows were made with
+    plain = few_rows.products_of(sessions(tiny, head, tiny)[1].head)  # float32 values, the lm rows unrounded
+    assert plain[0].panel_dtype == torch.float32  # the lm rows
+    assert all((inner.panel_dtype == torch.float16) == native_rows.exact_in_half(inner.weight) for inner in plain)
+
+
+def assert_rows_follow_paths(tiny, head, target, draft, lm_rows=None) -> None:
     """Two steps: a tree grown over three calls (siblings, and a node with its child in one call), then, after a
     commit of two drafted tokens and a bonus, a tree whose first call catches up on three committed pairs."""
     context = [3, 7, 2, 9, 4]
@@ -118,7 +147,7 @@ def assert_rows_follow_paths(tiny, head, target, draft) -> None:
         tree = tree.add_draws(1, [6], merge=False).add_draws(3, [2], merge=False)  # node 3 and its child 4 at once
         rows.update(zip([3, 4], draft.logits(tree, [3, 4]), strict=True))
         for node, row in rows.items():
-            expected = reference_row(tiny, head, context, [tree.tokens[n] for n in tree.path(node)])
+            expected = reference_row(tiny, head, context, [tree.tokens[n] for n in tree.path(node)], lm_rows)
             torch.testing.assert_close(row, expected, atol=1e-4, rtol=1e-4)
             assert bool(torch.isneginf(row[HEAD_SIZE:]).all())
         assert len({round(float(r[0]), 6) for r in rows.values()}) == len(rows)  # the rows really differ

@@ -37,6 +37,26 @@ def test_the_native_product_is_the_stock_product(out_features, in_features, thre
         torch.testing.assert_close(got, x @ w.T, rtol=1e-5, atol=1e-4)  # sums of up to 576 terms: rounding
 
 
+@pytest.mark.parametrize("wide", KERNELS)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_float16_panels_of_a_weight_exact_in_float16_give_its_product(threads, wide):
+    """A weight whose values are float16 values (a draft head's): its float16 panels are the same weight, half the
+    bytes; the product is the float32 panels' up to the order of the sums (37 outputs: an odd last panel)."""
+    torch.manual_seed(3)
+    w = torch.randn(37, 576).to(torch.float16).float()  # [out, in], exact in float16
+    assert native_rows.exact_in_half(w) and not native_rows.exact_in_half(w + 1e-4)
+    wp = native_rows.panels(w, torch.float16)
+    assert wp.dtype == torch.float16 and wp.shape == (3, 576, 16)
+    for rows in (1, 5, 6, 7, 12, 13):
+        x = torch.randn(rows, 576)  # [rows, in]
+        got = native_rows.product(wp, x, 37, threads=threads, wide=wide)  # [rows, out]
+        torch.testing.assert_close(got, native_rows.product(native_rows.panels(w), x, 37, threads=threads,
+                                                            wide=wide), rtol=1e-5, atol=1e-4)
+        torch.testing.assert_close(got, x @ w.T, rtol=1e-5, atol=1e-4)
+    with pytest.raises(ValueError, match="float32 or float16"):
+        native_rows.panels(w, torch.bfloat16)
+
+
 @needs_native
 def test_a_strided_input_and_misfit_panels():
     w, x = torch.randn(40, 24), torch.randn(24, 3).T  # x [3, 24], not contiguous

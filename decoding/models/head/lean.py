@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from decoding.models.head.weights import DraftHead
+from decoding.models.lean import few_rows
 from decoding.models.lean.packed_linear import PackedProjection
 
 
@@ -41,6 +42,7 @@ class LeanHead:
                                                                           module.down)))]
         self.head = PackedProjection(SimpleNamespace(weight=lm_rows, bias=None))  # [.., hidden] -> [.., H]
         self.head_size = lm_rows.shape[0]
+        few_rows.half_panels_where_exact(self)  # weights shipped in float16: half the bytes a level reads
 
     def __call__(self, f: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
         """(feature f [w, hidden], token embedding e [w, hidden]) -> predicted next feature [w, hidden]."""

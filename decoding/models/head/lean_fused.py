@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from decoding.models.head.fused import FusedHead, rotary, rotate
+from decoding.models.lean import few_rows
 from decoding.models.lean.packed_linear import PackedProjection
 
 
@@ -44,6 +45,7 @@ class LeanFusedHead:
             module.fuse, module.mix, module.qkv, module.o, module.gate, module.up, module.down)))]
         self.head = PackedProjection(SimpleNamespace(weight=lm_rows, bias=None))  # [.., hidden] -> [.., H]
         self.head_size = lm_rows.shape[0]
+        few_rows.half_panels_where_exact(self)  # weights shipped in float16: half the bytes a level reads
         self.taps = self.config.taps
 
     def fused(self, taps: torch.Tensor) -> torch.Tensor:

@@ -15,7 +15,7 @@ from decoding.models.head.fused import FusedHead
 from decoding.models.head.fused_drafter import FusedHeadTreeLM
 from decoding.models.head.lean import LeanHead
 from decoding.models.head.lean_fused import LeanFusedHead
-from decoding.models.head.weights import load_head
+from decoding.models.head.weights import draft_lm_rows, load_head
 from decoding.models.hub.load import ModelLoadError, resolve_device
 from decoding.models.loaded import cached
 from decoding.models.model_pair import ModelPair, Progress
@@ -54,7 +54,7 @@ def head_parts(model, device: str) -> HeadParts:
     size = module.config.head_size
     lean = LeanFusedHead if isinstance(module, FusedHead) else LeanHead
     head = cached((f"lean-draft-head:{embedded.MODEL_NAME}", device, "float32"),
-                  lambda: lean(module, model.lm_head.weight.detach()[:size]))  # lm_head rows [H, hidden], a view
+                  lambda: lean(module, draft_lm_rows(model.lm_head.weight, size)))  # lm_head rows [H, hidden]
     kind = "fused draft head" if isinstance(module, FusedHead) else "draft head"
     name = f"{embedded.MODEL_NAME} {kind} (trained on its features; ids < {size})"
     return HeadParts(head, embed, name)
@@ -72,7 +72,7 @@ def head_pair(model, codec, scorer, parts: HeadParts, device: str) -> ModelPair:
         kind="embedded-head", target_name=embedded.MODEL_NAME, draft_name=parts.name,
         codec=codec, new_target=lambda: FeatureTreeLM(scorer, vocab, parts.taps), new_draft=new_draft,
         device=device,
-        dtype="float32", target_model=model, draft_dtype="float32 (head MLP + target lm_head rows)",
+        dtype="float32", target_model=model, draft_dtype="float32 (the head and its lm_head rows hold float16 values)",
         draft_reads_target=True, draft_products=parts.head,
     )
 

@@ -56,6 +56,15 @@ class DraftHead(nn.Module):
         return self.out_norm(x)  # [.., hidden]: in the space of the target's final-normed features
 
 
+def draft_lm_rows(lm_head_weight: torch.Tensor, size: int) -> torch.Tensor:
+    """The head's output layer: the target's first `size` lm_head rows [size, hidden], rounded to float16 values
+    (a copy, in the weight's dtype). The head's own weights ship in float16; with its output rows float16 values
+    too, the native products keep the whole head in float16 panels, half the bytes a drafted level reads
+    (few_rows.half_panels_where_exact). q moves by that rounding only (a logit by about 1e-3) and is still the law
+    each node's candidates are drawn from: every verifier stays exact."""
+    return lm_head_weight.detach()[:size].to(torch.float16).to(lm_head_weight.dtype)
+
+
 def save_head(head: nn.Module, folder: Path, about: dict) -> None:
     """Weights (float16 safetensors) and config + how they were made (JSON); a fused head (fused.py) also writes
     its kind."""

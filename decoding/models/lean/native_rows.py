@@ -14,7 +14,9 @@ AVX2 or FMA, or SPECSCOPE_NO_NATIVE is set, `available()` is False and says why 
 calibration then never times the method. No user input reaches the compiler: it only ever builds this file.
 
 `panels(weight)` makes the kernel's copy of a weight [out, in]: [ceil(out / 16), in, 16], the outputs padded
-with zero rows to a multiple of 16. `product(panels, x, out_features)` is x [M, in] @ weight^T -> [M, out];
+with zero rows to a multiple of 16; float16 panels (`panels(weight, torch.float16)`) hold a weight whose values
+are all float16 values (a draft head's, shipped in float16) in half the bytes, and `exact_in_half(weight)`
+says whether it is one. `product(panels, x, out_features)` is x [M, in] @ weight^T -> [M, out];
 `product(..., wide=True)` runs the AVX-512 kernel on the same panels (native_rows.c's native_rows_wide: two
 panels at once, up to 12 rows a block), where `wide_available()` says the CPU has AVX-512.
 """
@@ -34,7 +36,7 @@ import torch
 from decoding.models.cache_dir import cache_root
 
 SOURCE = Path(__file__).with_name("native_rows.c")
-FLAGS = ("-O3", "-mavx2", "-mfma", "-shared", "-fPIC")
+FLAGS = ("-O3", "-mavx2", "-mfma", "-mf16c", "-shared", "-fPIC")
 OPENMP = "-fopenmp"  # tried first: the products' panels shared out on torch's threads
 PANEL = 16  # outputs per panel (native_rows.c's PANEL)
 COMPILE_TIMEOUT_S = 120
@@ -109,18 +111,30 @@ def _build() -> Path:
 def _load(path: Path):
     lib = ctypes.CDLL(str(path))
     if not lib.native_rows_supported():
-        raise RuntimeError("this CPU lacks AVX2 or FMA")
-    for kernel in (lib.native_rows, lib.native_rows_wide):
+        raise RuntimeError("this CPU lacks AVX2, FMA or F16C")
+    for kernel in (lib.native_rows, lib.native_rows_wide, lib.native_rows_f16, lib.native_rows_wide_f16):
         kernel.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_long] * 4
         kernel.restype = None
     return lib
 
 
-def panels(weight: torch.Tensor) -> torch.Tensor:
-    """weight [out, in] -> its panel copy [ceil(out / PANEL), in, PANEL] (float32, zero rows past out)."""
+PANEL_DTYPES = (torch.float32, torch.float16)
+
+
+def exact_in_half(weight: torch.Tensor) -> bool:
+    """Whether every value of the weight is a float16 value (its float16 panels are then the same weight)."""
+    w = weight.detach()
+    return bool(torch.equal(w.to(torch.float16).to(w.dtype), w))
+
+
+def panels(weight: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """weight [out, in] -> its panel copy [ceil(out / PANEL), in, PANEL] (`dtype`: float32, or float16 for a
+    weight exact in it; zero rows past out)."""
+    if dtype not in PANEL_DTYPES:
+        raise ValueError(f"panels are float32 or float16, not {dtype}")
     out, k = weight.shape
     padded = -(-out // PANEL) * PANEL
-    w = weight.detach().to(torch.float32)
+    w = weight.detach().to(dtype)
     if padded != out:
         w = torch.cat([w, w.new_zeros(padded - out, k)])  # [padded, in]
     return w.reshape(padded // PANEL, PANEL, k).transpose(1, 2).contiguous()  # [padded / PANEL, in, PANEL]
@@ -128,9 +142,9 @@ def panels(weight: torch.Tensor) -> torch.Tensor:
 
 def product(wp: torch.Tensor, x: torch.Tensor, out_features: int, threads: int | None = None,
             wide: bool = False) -> torch.Tensor:
-    """x [M, in] @ weight^T -> [M, out_features], the weight given as its panels (float32, CPU), its panels shared
-    out on `threads` threads (torch's count by default; one where the library was built without OpenMP); `wide`:
-    by the AVX-512 kernel."""
+    """x [M, in] @ weight^T -> [M, out_features], the weight given as its panels (float32 or float16, CPU), its
+    panels shared out on `threads` threads (torch's count by default; one where the library was built without
+    OpenMP); `wide`: by the AVX-512 kernel."""
     lib = _library()
     if lib is None:
         raise RuntimeError(f"the native few-row product is unavailable: {why_unavailable()}")
@@ -138,11 +152,13 @@ def product(wp: torch.Tensor, x: torch.Tensor, out_features: int, threads: int |
         raise RuntimeError("the wide native product needs AVX-512, which this CPU lacks")
     x = x.contiguous()
     rows, k = x.shape
-    if wp.dim() != 3 or wp.shape[1] != k or wp.shape[2] != PANEL or wp.dtype != torch.float32 \
+    if wp.dim() != 3 or wp.shape[1] != k or wp.shape[2] != PANEL or wp.dtype not in PANEL_DTYPES \
             or x.dtype != torch.float32:
         raise ValueError(f"panels {tuple(wp.shape)} {wp.dtype} do not fit x {tuple(x.shape)} {x.dtype}")
     y = torch.empty(rows, wp.shape[0] * PANEL)  # [M, padded out]
     threads = torch.get_num_threads() if threads is None else threads
-    kernel = lib.native_rows_wide if wide else lib.native_rows
+    half = wp.dtype == torch.float16
+    kernel = {(False, False): lib.native_rows, (True, False): lib.native_rows_wide,
+              (False, True): lib.native_rows_f16, (True, True): lib.native_rows_wide_f16}[wide, half]
     kernel(x.data_ptr(), wp.data_ptr(), y.data_ptr(), rows, y.shape[1], k, max(1, int(threads)))
     return y if y.shape[1] == out_features else y[:, :out_features]

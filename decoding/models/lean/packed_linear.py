@@ -61,6 +61,7 @@ class PackedProjection:
         self.weight, self.bias = linear.weight, linear.bias
         self.packs: OrderedDict[int, torch.Tensor] = OrderedDict()
         self.lock = threading.Lock()  # users share a model: one packing per bucket
+        self.panel_dtype = torch.float32  # the native products' copy (few_rows.half_panels_where_exact)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.numel() // x.shape[-1]
@@ -78,6 +79,7 @@ class PackedProjection:
         clone.weight = copy.deepcopy(self.weight, memo)
         clone.bias = copy.deepcopy(self.bias, memo)
         clone.packs, clone.lock = OrderedDict(), threading.Lock()
+        clone.panel_dtype = self.panel_dtype
         return clone
 
     def pack(self, bucket: int) -> torch.Tensor:
