@@ -94,7 +94,9 @@ def run(args, argv: list[str]) -> int:
 def evaluate(args) -> int:
     """--evaluate DIR: the held-out check of a head trained elsewhere (a lent GPU's run brought back), on this
     machine, against the shipped head: its card (DIR/head.json "about") gets the table and this machine's check
-    wall time, DIR/README.md is written, and the head ships as --ship says."""
+    wall time, DIR/README.md is written, and the head ships as --ship says. DIR may be the shipped head's own
+    folder (its check measured again on this machine, against itself): the table is printed and the folder, its
+    curated card among it, left as it is."""
     from decoding.models.embedded import model as embedded
 
     folder = Path(args.evaluate)
@@ -106,7 +108,16 @@ def evaluate(args) -> int:
     card.setdefault("wall", {})
     card.setdefault("data", {})
     model = embedded.load_target(args.device, log)
+    if folder.resolve() == draft_head.HEAD_DIR.resolve():
+        log(f"--evaluate: {folder} is the shipped head's folder: its check is printed, the folder left as it is")
+        print("\n".join(head_eval.table_lines(held_out_check(args, model, head.eval()))))
+        return 0
     return check_and_ship(args, model, head.eval(), card, folder)
+
+
+def held_out_check(args, model, head: FusedHead) -> dict:
+    """The held-out check of the shipped head and `head` in one run: name -> T -> results (head_eval.compare)."""
+    return head_eval.compare(eval_pairs(model, head, args.device), eval_prompts(args.eval_prompts), args.eval_tokens)
 
 
 def check_and_ship(args, model, head: FusedHead, card: dict, candidate: Path) -> int:
@@ -115,7 +126,7 @@ def check_and_ship(args, model, head: FusedHead, card: dict, candidate: Path) ->
     walls = card["wall"]
     start = time.time()
     prompts = eval_prompts(args.eval_prompts)
-    results = head_eval.compare(eval_pairs(model, head, args.device), prompts, args.eval_tokens)
+    results = held_out_check(args, model, head)
     walls["eval_s"] = round(time.time() - start)
     card["held_out_on"] = args.device
     better = head_eval.beats(results["new"], results["shipped"])

@@ -36,14 +36,15 @@ against transformers' 15 ms, yet the second row cost 1.35x the first and a draft
 so with the head's acceptance near 1.4 tokens a step no draft paid there.
 - **The head trained on a GPU** accepts about 0.6-0.67 a level (a chain of 3: 2.4 tokens a step at T = 0), yet on \
 an H200 it still lost: a draft level cost about 2 ms of Python and launches against a 3.3 ms forward (docs/speed.md, \
-"The head trained on a GPU", "The head trained on again"). On a 2-core CPU, where a forward costs 16-19 ms and a \
-level 1.5-2 ms, it pays.
+"The head trained on a GPU", "The head trained on again"). On a 2-core CPU, where a forward costs 13-21 ms and a \
+level 1-2 ms, it pays: 1.26-1.45x the target alone on held-out prompts (docs/speed.md, "Rows made cheap").
 - **On a CPU** the few-row product is often dearer per row than it should be (MKL's BLAS re-packs the weights \
 for each small product), so 3 rows can cost twice one row. Each drafted token must then be accepted often \
 enough to pay for its row and its draft forward; when it is not, the fastest choice is no draft at all.
 - **So the calibration** times each way of multiplying at hand (MKL, oneDNN, numpy's BLAS, a small kernel \
-compiled here) and keeps the fastest per row count: where one reads the weights once for a few rows, the CPU's \
-curve turns flat like a GPU's. Where a kernel for a few rows is slower than one for a few more, those rows run \
+compiled here, and its AVX-512 form where the CPU has it) and keeps the fastest per row count: where one reads the \
+weights once for a few rows, the CPU's curve turns flat like a GPU's (one AMD EPYC core: 12 rows for 1.3x one \
+row). Where a kernel for a few rows is slower than one for a few more, those rows run \
 as more, zero rows added ("1-2 rows run as 4"). The chooser then does the arithmetic with this machine's \
 measured costs and this run's exact acceptance.
 """

@@ -71,3 +71,8 @@ def test_the_fused_pipeline_at_toy_scale_writes_a_candidate_and_its_card(tmp_pat
     assert "on cpu; 2 prompts" in (shipped_to / "README.md").read_text()
     for name, tensor in draft_head.load_head(shipped_to).state_dict().items():
         assert torch.equal(tensor, draft_head.load_head(candidate).state_dict()[name]), name
+    shipped = {f: f.read_bytes() for f in draft_head.HEAD_DIR.iterdir() if f.is_file()}
+    capsys.readouterr()
+    assert train_head.main(evaluate[:1] + [str(draft_head.HEAD_DIR)] + evaluate[2:]) == 0  # the shipped head's own
+    assert "| new | 0.8 |" in capsys.readouterr().out  # its check printed, its folder (the curated card) untouched
+    assert {f: f.read_bytes() for f in draft_head.HEAD_DIR.iterdir() if f.is_file()} == shipped
