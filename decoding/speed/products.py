@@ -25,6 +25,8 @@ counts above it as `expand` does.
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from decoding.models.lean.few_rows import PLAN_ROWS_MAX, describe_plan
 from decoding.run.costs import Curve
 
@@ -66,7 +68,7 @@ def interpolate(forward_ms: dict[int, dict[str, float]]) -> dict[int, dict[str, 
     """The timings with every row count between two timed sizes filled in: each method timed at both sizes, on
     the straight line between its two timings (a method timed at one of them only is left out there)."""
     sizes, out = sorted(forward_ms), dict(forward_ms)
-    for a, b in zip(sizes, sizes[1:]):
+    for a, b in pairwise(sizes):
         both = [m for m in forward_ms[a] if m in forward_ms[b]]
         for n in range(a + 1, b):
             f = (n - a) / (b - a)
