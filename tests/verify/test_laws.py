@@ -47,3 +47,16 @@ def test_check_k_refuses_what_a_law_cannot_draw():
     laws.get("iid").check_k(Q, 5)  # repeats allowed
     assert laws.get("iid").iid_compatible and laws.get("any").iid_compatible
     assert not any(laws.get(n).iid_compatible for n in ("without_replacement", "hub", "topk_plus_random", "topk"))
+
+
+def test_top_order_is_the_full_sort_by_decreasing_q_then_id():
+    """top_order takes topk's m + 1 and scans q only for a tie across the m-th place: every case (ties inside the
+    top m, across its edge, zeros, m past V) against the plain sort by (-q, id)."""
+    generator = torch.Generator().manual_seed(0)
+    for size in range(1, 30):
+        for levels in (1, 2, 3, 6):
+            q = torch.randint(0, levels, (size,), generator=generator).double()  # few values: many ties
+            q = q / q.sum() if q.sum() > 0 else q
+            plain = sorted(range(size), key=lambda i: (-float(q[i]), i))
+            for m in {None, 0, 1, 2, 3, size - 1, size, size + 2} - {-1}:
+                assert laws.top_order(q, m) == plain[: size if m is None else m], (q.tolist(), m)
