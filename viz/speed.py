@@ -42,9 +42,8 @@ level 1-2 ms, it pays: 1.26-1.45x the target alone on held-out prompts (docs/spe
 for each small product), so 3 rows can cost twice one row. Each drafted token must then be accepted often \
 enough to pay for its row and its draft forward; when it is not, the fastest choice is no draft at all.
 - **So the calibration** times each way of multiplying at hand (MKL, oneDNN, numpy's BLAS, a small kernel \
-compiled here, and its AVX-512 form where the CPU has it) and keeps the fastest per row count: where one reads the \
-weights once for a few rows, the CPU's curve turns flat like a GPU's (one AMD EPYC core: 12 rows for 1.3x one \
-row). Where a kernel for a few rows is slower than one for a few more, those rows run \
+compiled here, in AVX-512 where the CPU has it) and keeps the fastest per row count: where one reads the weights \
+once for a few rows, the CPU's curve turns flat like a GPU's. Where a kernel for a few rows is slower than one for a few more, those rows run \
 as more, zero rows added ("1-2 rows run as 4"). The chooser then does the arithmetic with this machine's \
 measured costs and this run's exact acceptance.
 """
