@@ -67,3 +67,19 @@ def test_the_lean_target_refuses_other_models() -> None:
     gpt2 = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=30, n_positions=32))
     with pytest.raises(ValueError, match="llama-style"):
         lean_target.LeanFloatLlama(gpt2)
+
+
+def test_the_lean_norms_are_the_modules_bit_for_bit(tiny) -> None:
+    """The lean layers' norms run torch's fused rms_norm (one call, not the module's several): the same values to
+    the bit, for one row, a tree's rows and a prefill, so the lean forward is unchanged by it."""
+    from decoding.models.lean.llama import RMSNorm
+
+    lean = lean_target.LeanFloatLlama(tiny)
+    layer, module = lean.lean_layers[1], tiny.model.layers[1]
+    assert isinstance(layer.input_norm, RMSNorm) and isinstance(layer.post_norm, RMSNorm)
+    generator = torch.Generator().manual_seed(5)
+    with torch.inference_mode():
+        for rows in (1, 4, 37):
+            x = torch.randn(1, rows, tiny.config.hidden_size, generator=generator) * 3  # [1, rows, hidden]
+            assert torch.equal(layer.input_norm(x), module.input_layernorm(x))
+            assert torch.equal(layer.post_norm(x), module.post_attention_layernorm(x))

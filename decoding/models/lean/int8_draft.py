@@ -24,7 +24,7 @@ from functools import partial
 import torch
 import torch.nn.functional as F
 
-from decoding.models.lean.llama import LeanLayer, LeanLlama, fused, supports
+from decoding.models.lean.llama import LeanLayer, LeanLlama, RMSNorm, fused, supports
 from decoding.models.lean.row_quant import int8_linears, per_row
 
 __all__ = ["LeanInt8Llama", "supports"]
@@ -46,10 +46,10 @@ def _int8_layer(layer) -> LeanLayer:
     attn, mlp = layer.self_attn, layer.mlp
     down = mlp.down_proj.weight.detach()  # [hidden, intermediate] float32: the target's own, never written
     return LeanLayer(
-        input_norm=layer.input_layernorm,
+        input_norm=RMSNorm(layer.input_layernorm),
         qkv=partial(_int8_product, _int8(fused(attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight))),
         o=partial(_int8_product, _int8(attn.o_proj.weight)),
-        post_norm=layer.post_attention_layernorm,
+        post_norm=RMSNorm(layer.post_attention_layernorm),
         gate_up=partial(_int8_product, _int8(fused(mlp.gate_proj.weight, mlp.up_proj.weight))),
         down=partial(F.linear, weight=down),
     )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from decoding.models.lean.llama import LeanLayer, LeanLlama, fused, supports
+from decoding.models.lean.llama import LeanLayer, LeanLlama, RMSNorm, fused, supports
 from decoding.models.lean.packed_linear import PackedProjection
 
 __all__ = ["LeanFloatLlama", "supports"]
@@ -33,10 +33,10 @@ def _own(linear: torch.nn.Linear) -> PackedProjection:
 def _float_layer(layer) -> LeanLayer:
     attn, mlp = layer.self_attn, layer.mlp
     return LeanLayer(
-        input_norm=layer.input_layernorm,
+        input_norm=RMSNorm(layer.input_layernorm),
         qkv=_projection(fused(attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight)),
         o=_own(attn.o_proj),
-        post_norm=layer.post_attention_layernorm,
+        post_norm=RMSNorm(layer.post_attention_layernorm),
         gate_up=_projection(fused(mlp.gate_proj.weight, mlp.up_proj.weight)),
         down=_own(mlp.down_proj),
     )
