@@ -15,6 +15,11 @@ level-uniform trees; cheap: a few thousand shapes) and keeps the fastest; none p
 alone or more means the target alone. The margin is the model's own error: on held-out prompts its predicted
 speed-ups were within 5-10 % of the measured ones, and the embedded pair's rrs_wor 2 at T = 0.8, predicted
 at 1.07x, ran at 0.96x; a gain smaller than the error is a coin flip, and the target alone never loses.
+The same holds between shapes: of the shapes predicted within MARGIN of the fastest, the smallest is chosen
+(fewest drafted nodes, then fewest levels). A larger shape rests on more acceptance rates and more of the cost
+model, and its extra gain, a few %, is within the model's error: on one AMD EPYC core the chooser's sd 1,1,1,
+predicted 2 % above sd 1,1, ran 3-8 % below it in 14 of 16 runs on held-out prompts (docs/speed.md, "Rows made
+cheap").
 Chains use `sd`, trees `rrs_wor` (lossless; k = 1 is sd), so the answer is always a lossless DecodeConfig.
 At T = 0 (greedy) trees use `pointmass` on the draft's top-k (EAGLE-2's greedy tree): p is one-hot, so a level of
 k candidates accepts exactly when the target's argmax is among the draft's k best tokens, and A(k, d) is that
@@ -117,23 +122,18 @@ class Choice:
             lost = f"; the best shape, {top.label()}, would run at {ratio:.2f}x" if top else ""
             within = f", within the cost model's {MARGIN - 1:.0%} error" if 1.0 < ratio < MARGIN else ""
             return f"no draft shape beats the target alone on this machine{lost}{within}: decoding without a draft"
+        top = self.ranked[0] if self.ranked else self.best
+        kept = (f"; {top.label()} was predicted {top.tokens_per_s / self.best.tokens_per_s - 1:.0%} faster, within "
+                f"the cost model's {MARGIN - 1:.0%} error: the smaller shape") if top.levels != self.best.levels else ""
         return (f"{self.best.label()}: {self.best.tokens_per_step:.2f} tokens a step in {self.best.step_ms:.1f} ms, "
-                f"predicted {self.speedup:.2f}x the target alone ({self.alone.step_ms:.1f} ms a token)")
+                f"predicted {self.speedup:.2f}x the target alone ({self.alone.step_ms:.1f} ms a token){kept}")
 
 
 def shapes(max_depth: int = 8, widths: tuple[int, ...] = (1, 2, 3), max_nodes: int = MAX_NODES
            ) -> list[tuple[int, ...]]:
     """Every Branching shape of depth 1..max_depth over `widths` with at most max_nodes drafted nodes."""
-    found = []
-    for depth in range(1, max_depth + 1):
-        for levels in product(widths, repeat=depth):
-            nodes, width = 0, 1
-            for b in levels:
-                width *= b
-                nodes += width
-            if nodes <= max_nodes:
-                found.append(levels)
-    return found
+    return [levels for depth in range(1, max_depth + 1) for levels in product(widths, repeat=depth)
+            if drafted_nodes(levels) <= max_nodes]
 
 
 def predict(levels: tuple[int, ...], costs: StepCosts, table: AcceptanceTable, greedy: bool = False) -> Prediction:
@@ -151,5 +151,22 @@ def choose(costs: StepCosts, table: AcceptanceTable, *, max_depth: int = 8, max_
     ranked = sorted((predict(s, costs, table, greedy) for s in shapes(max_depth, widths, max_nodes)),
                     key=lambda p: (-p.tokens_per_s, len(p.levels)))
     alone = predict((), costs, table, greedy)
-    best = ranked[0] if ranked and ranked[0].tokens_per_s >= MARGIN * alone.tokens_per_s else alone
+    best = smallest_near(ranked) if ranked and ranked[0].tokens_per_s >= MARGIN * alone.tokens_per_s else alone
     return Choice(best, alone, tuple(ranked))
+
+
+def smallest_near(ranked: list[Prediction]) -> Prediction:
+    """Of the shapes predicted within MARGIN of the fastest (ranked[0]), the one with the fewest drafted nodes,
+    then the fewest levels, then the fastest (the module docstring: a gain within the model's error is a coin
+    flip, and a smaller shape has less to be wrong about)."""
+    near = [p for p in ranked if MARGIN * p.tokens_per_s >= ranked[0].tokens_per_s]
+    return min(near, key=lambda p: (drafted_nodes(p.levels), len(p.levels), -p.tokens_per_s))
+
+
+def drafted_nodes(levels: tuple[int, ...]) -> int:
+    """The nodes a Branching shape drafts: b_1 + b_1 b_2 + ... (the root aside)."""
+    nodes, width = 0, 1
+    for b in levels:
+        width *= b
+        nodes += width
+    return nodes

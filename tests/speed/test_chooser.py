@@ -62,11 +62,34 @@ def test_greedy_keeps_to_chains():
     assert set(choice.best.levels) == {1} and len(choice.best.levels) >= 4
 
 
-def test_the_best_is_the_fastest_of_every_shape():
+def test_the_best_is_the_smallest_shape_within_the_margin_of_the_fastest():
+    """Every shape predicted; the fastest ranks first; the choice is the shape with the fewest drafted nodes (then
+    levels) among those within MARGIN of it, by brute force over the same shapes."""
+    from decoding.speed.chooser import MARGIN, drafted_nodes
+
     costs = steep(one=30.0, three=40.0, draft=2.0)
     choice = choose(costs, TABLE, max_nodes=20)
     every = [predict(s, costs, TABLE) for s in shapes(8, TABLE.widths, 20)]
-    assert choice.best.tokens_per_s == pytest.approx(max(p.tokens_per_s for p in every))
+    fastest = max(p.tokens_per_s for p in every)
+    assert choice.ranked[0].tokens_per_s == pytest.approx(fastest)
+    near = [p for p in every if MARGIN * p.tokens_per_s >= fastest]
+    fewest = min(drafted_nodes(p.levels) for p in near)
+    assert drafted_nodes(choice.best.levels) == fewest and MARGIN * choice.best.tokens_per_s >= fastest
+    assert drafted_nodes((3, 2, 1)) == 3 + 6 + 6 and drafted_nodes((1, 1)) == 2
+
+
+@pytest.mark.parametrize("extra, deeper", [(1.02, False), (1.04, False), (1.06, True), (1.2, True)])
+def test_a_deeper_chain_must_beat_the_shorter_by_the_margin(extra, deeper):
+    """sd 1,1 and sd 1,1,1 on one curve, the third level priced so that the chain of 3 is predicted `extra` x the
+    chain of 2: within MARGIN the chain of 2 is kept, and why() says so."""
+    table = AcceptanceTable({1: (1.0, 1.0, 1.0)})  # a chain of d: d + 1 tokens a step
+    level = (60.0 * extra - 80.0) / (8.0 - 9.0 * extra)  # a level's ms: 4 / (3 level + 20) = extra 3 / (2 level + 20)
+    costs = StepCosts(target=((1, 20.0), (8, 20.0)), draft=((1, level),))  # a flat verify, no rest
+    choice = choose(costs, table, max_depth=3, chains_only=True)
+    assert choice.ranked[0].levels == (1, 1, 1)
+    assert choice.ranked[0].tokens_per_s / predict((1, 1), costs, table).tokens_per_s == pytest.approx(extra)
+    assert choice.best.levels == ((1, 1, 1) if deeper else (1, 1))
+    assert ("within the cost model's 5% error: the smaller shape" in choice.why()) is not deeper
 
 
 def test_the_search_covers_node_budgets_and_depths():
