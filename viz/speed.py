@@ -37,7 +37,7 @@ so with the head's acceptance near 1.4 tokens a step no draft paid there.
 - **The head trained on a GPU** accepts about 0.6-0.67 a level (a chain of 3: 2.4 tokens a step at T = 0), yet on \
 an H200 it still lost: a draft level cost about 2 ms of Python and launches against a 3.3 ms forward (docs/speed.md, \
 "The head trained on a GPU", "The head trained on again"). On a 2-core CPU, where a forward costs 13-21 ms and a \
-level 1-2 ms, it pays: 1.26-1.45x the target alone on held-out prompts (docs/speed.md, "Rows made cheap").
+level 1-2 ms, it pays: 1.2-1.5x the target alone on held-out prompts (docs/speed.md, "Rows made cheap").
 - **On a CPU** the few-row product is often dearer per row than it should be (MKL's BLAS re-packs the weights \
 for each small product), so 3 rows can cost twice one row. Each drafted token must then be accepted often \
 enough to pay for its row and its draft forward; when it is not, the fastest choice is no draft at all.

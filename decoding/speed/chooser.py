@@ -144,7 +144,8 @@ def predict(levels: tuple[int, ...], costs: StepCosts, table: AcceptanceTable, g
 
 def choose(costs: StepCosts, table: AcceptanceTable, *, max_depth: int = 8, max_nodes: int = 64,
            chains_only: bool = False, greedy: bool = False) -> Choice:
-    """The fastest predicted shape, or the target alone when none is predicted MARGIN x as fast.
+    """The smallest shape predicted within MARGIN of the fastest (smallest_near), or the target alone when none is
+    predicted MARGIN x as fast.
     greedy: T = 0, trees of the draft's top-k (pointmass; the table's A(k) must be top-k rates, acceptance.py).
     chains_only: widths of 1 only."""
     widths = (1,) if chains_only else table.widths
