@@ -43,9 +43,9 @@ for each small product), so 3 rows can cost twice one row. Each drafted token mu
 enough to pay for its row and its draft forward; when it is not, the fastest choice is no draft at all.
 - **So the calibration** times each way of multiplying at hand (MKL, oneDNN, numpy's BLAS, a small kernel \
 compiled here, in AVX-512 where the CPU has it) and keeps the fastest per row count: where one reads the weights \
-once for a few rows, the CPU's curve turns flat like a GPU's. Where a kernel for a few rows is slower than one for a few more, those rows run \
-as more, zero rows added ("1-2 rows run as 4"). The chooser then does the arithmetic with this machine's \
-measured costs and this run's exact acceptance.
+once for a few rows, the CPU's curve turns flat like a GPU's. Where a kernel for a few rows is slower than one \
+for a few more, those rows run as more, zero rows added ("1-2 rows run as 4"). The chooser then does the \
+arithmetic with this machine's measured costs and this run's exact acceptance.
 """
 
 
