@@ -142,8 +142,7 @@ def main(argv: list[str] | None = None) -> int:
                      progress=lambda m: print(f"calibrating ({time.perf_counter() - began:.1f} s): {m}",
                                               file=sys.stderr))
     if args.ship_acceptance:
-        measured_on = pair_acceptance.acceptance_prompts(args.pair, prompts_for(args.pair))
-        key = pair_acceptance.pair_key(pair, args.pair, measured_on)
+        key, _ = pair_acceptance.key_and_prompts(pair, args.pair, prompts_for(args.pair))
         print(f"acceptance shipped in {pair_acceptance.ship(key, cal.acceptance)}", file=sys.stderr)
     picks = [choice_from(cal, args.pair, t) for t in temps]
     key = cal.key

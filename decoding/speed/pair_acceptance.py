@@ -94,6 +94,14 @@ def measure(pair, prompts: tuple[str, ...]) -> tuple[dict[float, AcceptanceTable
     return tables, runs
 
 
+def key_and_prompts(pair, pair_kind: str, calibration_prompts: tuple[str, ...]) -> tuple[dict, tuple[str, ...]]:
+    """The pair's acceptance key and the prompts it is measured on (acceptance_prompts), from the calibration's
+    prompts: what the calibration looks up, measures and caches, and what `bench calibrate --ship-acceptance`
+    ships under, built in this one place."""
+    measured_on = acceptance_prompts(pair_kind, calibration_prompts)
+    return pair_key(pair, pair_kind, measured_on), measured_on
+
+
 def pair_key(pair, pair_kind: str, prompts: tuple[str, ...]) -> dict:
     """What the acceptance depends on: the models, the prompts, the tokens, the depth, the version."""
     key = {"version": ACCEPTANCE_VERSION, "pair": pair_kind, "target": pair.target_name, "draft": pair.draft_name,

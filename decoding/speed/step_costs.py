@@ -32,8 +32,7 @@ def steps_and_acceptance(pair, pair_kind: str, prompts: tuple[str, ...], root: P
     parent's level and the rests; when it is known, one chain of COST_TOKENS at T = 0 gives those. Then a chain of
     1 (a step's first level: first_level), trees for wider draft levels (draft_curve) and the target alone (the
     rest of a one-row step)."""
-    measured_on = pair_acceptance.acceptance_prompts(pair_kind, prompts)
-    key = pair_acceptance.pair_key(pair, pair_kind, measured_on)
+    key, measured_on = pair_acceptance.key_and_prompts(pair, pair_kind, prompts)
     tables, source = (None, "") if fresh else pair_acceptance.known(key, root)
     if tables is None:
         tables, runs = pair_acceptance.measure(pair, measured_on)

@@ -54,7 +54,7 @@ def test_a_measured_acceptance_is_kept_for_the_pair_and_read_back_for_another_ma
 @pytest.mark.parametrize("kind", ["embedded-head", "embedded", "lookup"])
 def test_every_built_in_pair_ships_an_acceptance_for_its_current_key(kind):
     pair = pairs.load_pair(kind, device="cpu")
-    key = pair_acceptance.pair_key(pair, kind, pair_acceptance.acceptance_prompts(kind, calibrate.prompts_for(kind)))
+    key, _ = pair_acceptance.key_and_prompts(pair, kind, calibrate.prompts_for(kind))
     tables = pair_acceptance.shipped(key)
     assert tables is not None, f"assets/speed/acceptance.json has no entry for {kind} under its current key: " \
                                f"python -m bench calibrate --pair {kind} --ship-acceptance"
@@ -67,8 +67,8 @@ def test_every_built_in_pair_ships_an_acceptance_for_its_current_key(kind):
 def test_the_shipped_head_pair_acceptance_is_what_a_measurement_gives_now(monkeypatch):
     """The runs are seeded and exact: measured again (T = 0 only, to keep it short) the table is the shipped one."""
     pair = pairs.load_pair("embedded-head", device="cpu")
-    prompts = pair_acceptance.acceptance_prompts("embedded-head", calibrate.prompts_for("embedded-head"))
-    shipped = pair_acceptance.shipped(pair_acceptance.pair_key(pair, "embedded-head", prompts))
+    key, prompts = pair_acceptance.key_and_prompts(pair, "embedded-head", calibrate.prompts_for("embedded-head"))
+    shipped = pair_acceptance.shipped(key)
     monkeypatch.setattr(pair_acceptance, "TEMPERATURES", (0.0,))
     tables, runs = pair_acceptance.measure(pair, prompts)
     assert len(runs) == len(prompts) and tables[0.0].nodes == shipped[0.0].nodes
