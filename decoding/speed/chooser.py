@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import product
 
-from decoding.run.config import MAX_NODES
+from decoding.run.config import MAX_NODES, Branching
 from decoding.run.costs import StepCosts
 
 MARGIN = 1.05  # a shape is chosen only when predicted at least this much faster than the target alone
@@ -133,7 +133,7 @@ def shapes(max_depth: int = 8, widths: tuple[int, ...] = (1, 2, 3), max_nodes: i
            ) -> list[tuple[int, ...]]:
     """Every Branching shape of depth 1..max_depth over `widths` with at most max_nodes drafted nodes."""
     return [levels for depth in range(1, max_depth + 1) for levels in product(widths, repeat=depth)
-            if drafted_nodes(levels) <= max_nodes]
+            if Branching(levels).max_nodes <= max_nodes]
 
 
 def predict(levels: tuple[int, ...], costs: StepCosts, table: AcceptanceTable, greedy: bool = False) -> Prediction:
@@ -161,13 +161,4 @@ def smallest_near(ranked: list[Prediction]) -> Prediction:
     then the fewest levels, then the fastest (the module docstring: a gain within the model's error is a coin
     flip, and a smaller shape has less to be wrong about)."""
     near = [p for p in ranked if MARGIN * p.tokens_per_s >= ranked[0].tokens_per_s]
-    return min(near, key=lambda p: (drafted_nodes(p.levels), len(p.levels), -p.tokens_per_s))
-
-
-def drafted_nodes(levels: tuple[int, ...]) -> int:
-    """The nodes a Branching shape drafts: b_1 + b_1 b_2 + ... (the root aside)."""
-    nodes, width = 0, 1
-    for b in levels:
-        width *= b
-        nodes += width
-    return nodes
+    return min(near, key=lambda p: (Branching(p.levels).max_nodes, len(p.levels), -p.tokens_per_s))

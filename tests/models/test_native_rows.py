@@ -69,23 +69,14 @@ def test_a_strided_input_and_misfit_panels():
 
 @needs_native
 def test_the_wide_kernel_is_refused_where_the_cpu_lacks_avx512(monkeypatch):
-    lib = native_rows._library()
-    monkeypatch.setattr(native_rows, "_library", lambda: _NoWide(lib))
+    from dataclasses import replace
+
+    no_wide = replace(native_rows._library(), wide=False)  # the loaded library as an AVX2-only CPU sees it
+    monkeypatch.setattr(native_rows, "_library", lambda: no_wide)
     assert not native_rows.wide_available() and native_rows.available()
     assert "native512" not in few_rows.available_products() and "native" in few_rows.available_products()
     with pytest.raises(RuntimeError, match="AVX-512"):
         native_rows.product(native_rows.panels(torch.randn(16, 4)), torch.randn(1, 4), 16, wide=True)
-
-
-class _NoWide:
-    """The loaded library as an AVX2-only CPU sees it."""
-
-    def __init__(self, lib) -> None:
-        self.native_rows = lib.native_rows
-
-    @staticmethod
-    def native_rows_wide_supported() -> int:
-        return 0
 
 
 def _fresh(monkeypatch, tmp_path, **env):

@@ -65,7 +65,11 @@ def test_greedy_keeps_to_chains():
 def test_the_best_is_the_smallest_shape_within_the_margin_of_the_fastest():
     """Every shape predicted; the fastest ranks first; the choice is the shape with the fewest drafted nodes (then
     levels) among those within MARGIN of it, by brute force over the same shapes."""
-    from decoding.speed.chooser import MARGIN, drafted_nodes
+    from decoding.run.config import Branching
+    from decoding.speed.chooser import MARGIN
+
+    def drafted_nodes(levels: tuple[int, ...]) -> int:
+        return Branching(levels).max_nodes
 
     costs = steep(one=30.0, three=40.0, draft=2.0)
     choice = choose(costs, TABLE, max_nodes=20)

@@ -29,6 +29,7 @@ import os
 import shutil
 import subprocess
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -43,7 +44,17 @@ COMPILE_TIMEOUT_S = 120
 DISABLE_ENV = "SPECSCOPE_NO_NATIVE"
 
 _lock = threading.Lock()
-_state: dict[str, object] = {}  # "lib" (the loaded library) or "why" (why there is none); set once per process
+_state: dict[str, object] = {}  # "lib" (the loaded library's Kernels) or "why" (why there is none); set once
+
+
+@dataclass(frozen=True)
+class Kernels:
+    """The loaded library's entry points by (wide, float16 panels), and whether this CPU runs the wide (AVX-512)
+    ones: read once at load, not per product."""
+
+    lib: ctypes.CDLL
+    by_kind: dict[tuple[bool, bool], object]
+    wide: bool
 
 
 def available() -> bool:
@@ -53,8 +64,8 @@ def available() -> bool:
 
 def wide_available() -> bool:
     """Whether the AVX-512 kernel runs here: the library loads and the CPU has AVX-512 (F)."""
-    lib = _library()
-    return lib is not None and bool(lib.native_rows_wide_supported())
+    kernels = _library()
+    return kernels is not None and kernels.wide
 
 
 def why_unavailable() -> str | None:
@@ -63,7 +74,7 @@ def why_unavailable() -> str | None:
     return _state.get("why")
 
 
-def _library():
+def _library() -> Kernels | None:
     with _lock:
         if "lib" not in _state and "why" not in _state:
             try:
@@ -108,14 +119,16 @@ def _build() -> Path:
     raise RuntimeError(f"the C compiler failed: {failed}")
 
 
-def _load(path: Path):
+def _load(path: Path) -> Kernels:
     lib = ctypes.CDLL(str(path))
     if not lib.native_rows_supported():
         raise RuntimeError("this CPU lacks AVX2, FMA or F16C")
-    for kernel in (lib.native_rows, lib.native_rows_wide, lib.native_rows_f16, lib.native_rows_wide_f16):
+    by_kind = {(False, False): lib.native_rows, (True, False): lib.native_rows_wide,
+               (False, True): lib.native_rows_f16, (True, True): lib.native_rows_wide_f16}
+    for kernel in by_kind.values():
         kernel.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_long] * 4
         kernel.restype = None
-    return lib
+    return Kernels(lib, by_kind, bool(lib.native_rows_wide_supported()))
 
 
 PANEL_DTYPES = (torch.float32, torch.float16)
@@ -145,10 +158,10 @@ def product(wp: torch.Tensor, x: torch.Tensor, out_features: int, threads: int |
     """x [M, in] @ weight^T -> [M, out_features], the weight given as its panels (float32 or float16, CPU), its
     panels shared out on `threads` threads (torch's count by default; one where the library was built without
     OpenMP); `wide`: by the AVX-512 kernel."""
-    lib = _library()
-    if lib is None:
+    kernels = _library()
+    if kernels is None:
         raise RuntimeError(f"the native few-row product is unavailable: {why_unavailable()}")
-    if wide and not lib.native_rows_wide_supported():
+    if wide and not kernels.wide:
         raise RuntimeError("the wide native product needs AVX-512, which this CPU lacks")
     x = x.contiguous()
     rows, k = x.shape
@@ -157,8 +170,6 @@ def product(wp: torch.Tensor, x: torch.Tensor, out_features: int, threads: int |
         raise ValueError(f"panels {tuple(wp.shape)} {wp.dtype} do not fit x {tuple(x.shape)} {x.dtype}")
     y = torch.empty(rows, wp.shape[0] * PANEL)  # [M, padded out]
     threads = torch.get_num_threads() if threads is None else threads
-    half = wp.dtype == torch.float16
-    kernel = {(False, False): lib.native_rows, (True, False): lib.native_rows_wide,
-              (False, True): lib.native_rows_f16, (True, True): lib.native_rows_wide_f16}[wide, half]
+    kernel = kernels.by_kind[wide, wp.dtype == torch.float16]
     kernel(x.data_ptr(), wp.data_ptr(), y.data_ptr(), rows, y.shape[1], k, max(1, int(threads)))
     return y if y.shape[1] == out_features else y[:, :out_features]
