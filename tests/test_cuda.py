@@ -4,6 +4,7 @@
   root-to-leaf path, in bfloat16 on the embedded target on the GPU (the tree mask and positions are right there),
   through transformers' model and through the target's forward replayed from CUDA graphs (graphed_target.py);
 - that graphed forward equals transformers' forward in float32 (a prefill and tree calls of 1, 3 and 2 rows);
+- the draft head's calls replayed from CUDA graphs give the eager calls' q, over every token id (head/pair.py);
 - speculative greedy decoding with device cuda emits the target's own greedy tokens: on the embedded pair (target on
   the GPU, the int8 self-draft on the CPU: embedded/self_draft.py) and on the embedded-head pair (target and head
   on the GPU), both scored by the graphed forward (models/scoring.py);
@@ -89,6 +90,35 @@ def test_speculative_greedy_equals_plain_greedy_on_cuda(kind, shape) -> None:
     config = DecodeConfig(verifier="rrs_wor", branching=shape, temperature=0.0, max_new_tokens=NEW_TOKENS)
     near_ties = [prompt for prompt in PROMPTS if not _greedy_matches(pair, config, prompt, NEAR_TIE)]
     assert len(near_ties) <= 1, f"too many near-ties: {near_ties}"
+
+
+def test_the_draft_heads_calls_replay_from_cuda_graphs_and_score_every_id() -> None:
+    """The embedded-head pair on cuda: the head's catch-up and levels replay from graphs on leased slots and give
+    the eager calls' q (the same head and rows, unpadded); q covers every id there (pair.scored_ids)."""
+    pair = models.load_pair("embedded-head", device="cuda", progress=lambda *a: None)
+    ids = pair.encode_prompt(PROMPTS[0], chat=True)
+    rows = []
+    for graphed in (True, False):
+        target = pair.target_session()
+        draft = pair.draft_session(target)
+        if not graphed:
+            draft.run = draft.head.call
+        target.start(ids)
+        draft.start(ids)
+        tree = DraftTree.root(ids[-1])
+        got = [score_tree(draft, tree)[0]]  # [V]: the root's (the prompt's catch-up runs eagerly: past 16 rows)
+        target.logits(tree, [0])
+        target.commit([0], next_token=int(got[0].argmax()), tree=tree)  # a one-token step: a 1-row catch-up
+        draft.commit([0], next_token=int(got[0].argmax()), tree=tree)
+        tree = DraftTree.root(int(got[0].argmax()))
+        got.append(draft.logits(tree, [0])[0])
+        tree = tree.add_draws(0, got[-1].topk(3).indices.tolist(), merge=False)
+        got += list(draft.logits(tree, [1, 2, 3]))  # one level of 3 rows: the 4-row graph
+        rows.append(torch.stack(got))  # [5, V]
+        if graphed:
+            assert draft.run.graphs and {(1, True), (4, False)} <= set(draft.slots.graphs)
+    assert bool(torch.isfinite(rows[0]).all())  # every id scored on a GPU
+    torch.testing.assert_close(rows[0], rows[1], atol=2e-3, rtol=2e-3)
 
 
 def test_a_custom_llama_pair_on_one_gpu_runs_both_models_from_graphs(tiny_matching_folders) -> None:

@@ -5,6 +5,7 @@ trained head: tests/bench/test_fused_training.py)."""
 
 from __future__ import annotations
 
+import gc
 import json
 
 import pytest
@@ -14,6 +15,7 @@ from decoding.models.cuda.graphed_target import GraphedLlama
 from decoding.models.head.feature_target import FeatureTreeLM
 from decoding.models.head.fused import FusedConfig, FusedHead
 from decoding.models.head.fused_drafter import FusedHeadTreeLM
+from decoding.models.head.graphed_calls import GraphedHeadCalls
 from decoding.models.head.lean_fused import LeanFusedHead
 from decoding.models.head.weights import load_head, save_head
 from decoding.models.lean import few_rows, native_rows
@@ -66,10 +68,16 @@ def reference_row(tiny, head, context: list[int], path_tokens: list[int], lm_row
     return row
 
 
-def sessions(tiny, head, scorer):
+def sessions(tiny, head, scorer, graphed: bool = False):
+    """The target session and the draft session; graphed: the head's calls padded as a GPU replays them from
+    CUDA graphs (graphed_calls.py, run eagerly here), on slots leased from them."""
     target = FeatureTreeLM(scorer, taps=TAPS)
     lean = LeanFusedHead(head, tiny.lm_head.weight.detach()[:HEAD_SIZE])
-    return target, FusedHeadTreeLM(lean, tiny.model.embed_tokens.weight.detach(), target.vocab_size, target)
+    calls = GraphedHeadCalls(lean, graphs=False) if graphed else None
+    draft = FusedHeadTreeLM(lean, tiny.model.embed_tokens.weight.detach(), target.vocab_size, target, run=calls)
+    if calls is not None:
+        draft.slots = calls.lease(draft)
+    return target, draft
 
 
 def scorers(tiny):
@@ -93,6 +101,23 @@ def test_the_target_keeps_every_positions_taps(tiny, head, kind) -> None:
 @pytest.mark.parametrize("kind", ["transformers", "lean", "graphed"])
 def test_each_draft_row_is_the_unrolled_head_along_its_own_path(tiny, head, kind) -> None:
     assert_rows_follow_paths(tiny, head, *sessions(tiny, head, scorers(tiny)[kind]))
+
+
+def test_the_head_calls_padded_as_a_gpu_replays_them_give_the_same_rows(tiny, head) -> None:
+    """Each call padded to its rows bucket, attention over the whole slot buffer, padded rows in slots of their
+    own (what the CUDA graphs replay); the slots grown mid-run (a small buffer), then given back for reuse."""
+    target, draft = sessions(tiny, head, tiny, graphed=True)
+    draft.slots.keys, draft.slots.values = draft.slots.keys[:, :4], draft.slots.values[:, :4]  # room for 4 only
+    calls = draft.run
+    assert isinstance(calls, GraphedHeadCalls) and not calls.graphs
+    assert_rows_follow_paths(tiny, head, target, draft)
+    assert draft.slots.capacity >= 8  # grown past the 4 slots: 4 context pairs, then a 4-row bucket after them
+    slots = draft.slots
+    del draft
+    gc.collect()
+    assert calls.spare == [slots]
+    holder = type("Session", (), {})()
+    assert calls.lease(holder) is slots and calls.spare == [] and slots.filled == 0
 
 
 @pytest.mark.parametrize("method", sorted(set(few_rows.available_products()) - {"stock"}))

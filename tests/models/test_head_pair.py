@@ -8,7 +8,7 @@ import torch
 
 from decoding.models import pairs as models
 from decoding.models.cuda.graphed_target import GraphedLlama
-from decoding.models.head.pair import head_pair, head_parts
+from decoding.models.head.pair import head_pair, head_parts, scored_ids
 from decoding.models.head.weights import load_head
 from decoding.models.target import score_tree
 from decoding.run import engine
@@ -74,3 +74,8 @@ def test_the_pair_scored_by_another_forward_drafts_and_decodes_alike(pair, score
     run = engine.generate(generic, config, PROMPTS[1])
     assert len(run.generated_ids) > len(run.steps)
     assert_plain_greedy(generic, ids, list(run.generated_ids))
+
+
+def test_the_head_scores_every_id_on_a_gpu_and_its_trained_ids_elsewhere():
+    """head/pair.scored_ids: the wider output product is free on a GPU, a cost on a CPU (docs/speed.md)."""
+    assert [scored_ids(device, 8192, 49152) for device in ("cuda", "cuda:1", "cpu", "mps")] == [49152] * 2 + [8192] * 2

@@ -26,11 +26,11 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from decoding.models.cuda.capture import WARM_UP, capture  # noqa: F401  (WARM_UP: still importable here)
 from decoding.models.cuda.slot_cache import SlotCache, Slots
 from decoding.models.lean.llama import LeanLayer, LeanLlama, LeanOutput, call_defaults, fused
 
 BUCKETS = (1, 2, 4, 8, 16, 32, 64)  # rows a graph is captured for; a call takes the smallest that fits
-WARM_UP = 2  # eager runs on a side stream before a capture (library workspaces, lazy kernel loading)
 
 
 def _linear(weight: torch.Tensor):
@@ -171,16 +171,7 @@ class GraphedLlama(LeanLlama):
         """A graph of `_eager` on static copies of `inputs`; the warm-up runs compute this very call (the same
         slots get the same keys and values), so the replay that follows is the call's result."""
         static = Inputs(*(t.clone() for t in (inputs.ids, inputs.positions, inputs.mask, inputs.write_at)))
-        side = torch.cuda.Stream(device=self._device)
-        side.wait_stream(torch.cuda.current_stream(self._device))
-        with torch.cuda.stream(side):
-            for _ in range(WARM_UP):
-                self._eager(slots, static, taps)
-        torch.cuda.current_stream(self._device).wait_stream(side)
-        slots.pool = slots.pool or torch.cuda.graph_pool_handle()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=slots.pool, capture_error_mode="thread_local"):
-            out = self._eager(slots, static, taps)
+        graph, out = capture(lambda: self._eager(slots, static, taps), self._device, slots)
         return Captured(graph, static, out)
 
 

@@ -12,32 +12,38 @@ context, or a history with a gap) the root has no guess (treelm.proposes): the s
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from decoding.models.head.drafter import _waves
 from decoding.models.head.feature_target import FeatureTreeLM
-from decoding.models.head.lean_fused import LeanFusedHead
+from decoding.models.head.head_slots import HeadSlots
+from decoding.models.head.lean_fused import HeadCall, LeanFusedHead
 from decoding.models.treelm import TreeBook
 from decoding.verify.tree import DraftTree
 
 
 class FusedHeadTreeLM(TreeBook):
-    """The fused draft head behind the TreeLM protocol; reads the paired target session's history."""
+    """The fused draft head behind the TreeLM protocol; reads the paired target session's history.
+    `run`: how a call of the head runs (LeanFusedHead.call eagerly; on a GPU, replayed from CUDA graphs:
+    graphed_calls.py); the keys and values it reads and writes live in `slots` (head_slots.py)."""
 
-    def __init__(self, head: LeanFusedHead, embed: torch.Tensor, vocab_size: int, target: FeatureTreeLM) -> None:
+    def __init__(self, head: LeanFusedHead, embed: torch.Tensor, vocab_size: int, target: FeatureTreeLM,
+                 run: Callable[[HeadSlots, HeadCall], tuple[torch.Tensor, torch.Tensor]] | None = None) -> None:
         super().__init__()
         self.head, self.embed = head, embed  # embed [V, hidden]
         self.vocab_size = vocab_size
         self.target = target
+        self.run = run or head.call
         c = head.config
-        self._empty = torch.zeros(c.heads, 0, c.head_dim, device=embed.device)
-        self.keys = self.values = self._empty  # [heads, pairs, dim]: committed pairs 0 .. pairs - 1
+        self.slots = HeadSlots(c.heads, c.head_dim, embed.device)  # a GPU's: leased (graphed_calls.lease)
         self.covered: list[int] = []  # the context tokens the kept pairs were computed on (0 .. pairs)
         self.states: dict[int, torch.Tensor] = {}  # tree node -> its output state [hidden], this step
-        self.drafted: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # drafted node -> key, value [heads, dim]
+        self.rows: dict[int, torch.Tensor] = {}  # tree node -> q's logits over the head's ids [H], this step
 
     def start(self, context: list[int]) -> None:
-        self.keys = self.values = self._empty
+        self.slots.forget(0)
         self.covered = []
         super().start(context)
 
@@ -45,9 +51,10 @@ class FusedHeadTreeLM(TreeBook):
         """start and commit (TreeBook's) begin a new step: drafted rows belong to the old tree; kept pairs stay
         while the new context extends the tokens they were computed on."""
         super()._reset(context)
-        self.states, self.drafted = {}, {}
-        if self.context[: len(self.covered)] != self.covered:
-            self.keys = self.values = self._empty
+        self.states, self.rows = {}, {}
+        kept = self.slots.committed if self.context[: len(self.covered)] == self.covered else 0
+        self.slots.forget(kept)
+        if not kept:
             self.covered = []
 
     def logits(self, tree: DraftTree, nodes: list[int]) -> torch.Tensor:
@@ -59,47 +66,46 @@ class FusedHeadTreeLM(TreeBook):
         self.forwards += 1
         with torch.inference_mode():
             if 0 not in self.states:
-                self.states[0] = self._catch_up(history)
+                self._catch_up(history)
             for wave in _waves(tree, [n for n in nodes if n != 0], self.states):
                 self._draft_rows(tree, wave)
-            states = torch.stack([self.states[n] for n in nodes])  # [n, hidden]
-            out[:, : self.head.head_size] = self.head.logits(states).float().cpu()  # [n, H]: q on the CPU
+            rows = torch.stack([self.rows[n] for n in nodes])  # [n, H]
+            out[:, : rows.shape[-1]] = rows.float().cpu()  # q on the CPU
         return out
 
-    def _catch_up(self, history: torch.Tensor) -> torch.Tensor:
-        """Rows for the committed pairs not kept yet (through the root's pair n - 2); their keys and values are
-        kept. Returns the root's output state [hidden]."""
-        done, last = self.keys.shape[1], len(self.context) - 2
-        pairs = torch.arange(done, last + 1, device=self.embed.device)  # [k]
-        tokens = torch.tensor(self.context[done + 1: last + 2], device=self.embed.device)  # token j + 1 of pair j
-        g = self.head.fused(history[done: last + 1])  # [k, hidden]
-        sees = torch.ones(len(pairs), done + len(pairs), dtype=torch.bool, device=g.device)
-        sees[:, done:] = torch.ones(len(pairs), len(pairs), dtype=torch.bool, device=g.device).tril()
-        h, k, v = self.head.rows(g, self.embed[tokens], pairs, self.keys, self.values, sees)
-        self.keys, self.values = torch.cat([self.keys, k], 1), torch.cat([self.values, v], 1)
+    def _catch_up(self, history: torch.Tensor) -> None:
+        """Rows for the committed pairs not kept yet (through the root's pair n - 2), kept in the slots; the last
+        is the root's."""
+        done, last = self.slots.committed, len(self.context) - 2
+        k, dev = last + 1 - done, self.embed.device
+        self.slots.reserve(last + 1)
+        tokens = torch.tensor(self.context[done + 1: last + 2], device=dev)  # token j + 1 of pair j
+        sees = torch.ones(k, done + k, dtype=torch.bool, device=dev)  # every kept pair, the new ones causally
+        sees[:, done:] = torch.ones(k, k, dtype=torch.bool, device=dev).tril()
+        pairs = torch.arange(done, last + 1, device=dev)  # [k]
+        h, q = self.run(self.slots, HeadCall(history[done: last + 1].flatten(-2), self.embed[tokens], pairs, pairs,
+                                             done, sees, from_taps=True))
+        self.slots.forget(last + 1)
         self.covered = self.context[: last + 2]
-        return h[-1]
+        self.states[0], self.rows[0] = h[-1], q[-1]
 
     def _draft_rows(self, tree: DraftTree, wave: list[int]) -> None:
-        """One row per drafted node of `wave` (their parents' states known): each attends to the committed pairs,
-        its drafted ancestors and itself."""
-        root_pair = len(self.context) - 2
-        earlier = list(self.drafted)  # drafted nodes with kept keys, in order
-        paths = [tree.path(n) for n in wave]
-        sees = torch.zeros(len(wave), self.keys.shape[1] + len(earlier) + len(wave), dtype=torch.bool)
-        sees[:, : self.keys.shape[1]] = True
+        """One row per drafted node of `wave` (their parents' states known) in the next free slots: each attends
+        to the committed pairs, its drafted ancestors and itself."""
+        slots, dev = self.slots, self.embed.device
+        first, n = slots.filled, len(wave)
+        slots.reserve(first + n)
+        paths = [tree.path(node) for node in wave]
+        sees = torch.zeros(n, first + n, dtype=torch.bool)
+        sees[:, : slots.committed] = True
         for row, path in enumerate(paths):
-            ancestors = set(path[1:-1])
-            for col, node in enumerate(earlier):
-                sees[row, self.keys.shape[1] + col] = node in ancestors
-            sees[row, self.keys.shape[1] + len(earlier) + row] = True  # itself
-        dev = self.embed.device
-        g = torch.stack([self.states[tree.parents[n]] for n in wave])  # [w, hidden]
-        tokens = torch.tensor([tree.tokens[n] for n in wave], device=dev)
-        positions = torch.tensor([root_pair + len(path) - 1 for path in paths], device=dev)  # pair + depth
-        past_k = torch.cat([self.keys] + [self.drafted[n][0][:, None] for n in earlier], 1)
-        past_v = torch.cat([self.values] + [self.drafted[n][1][:, None] for n in earlier], 1)
-        h, k, v = self.head.rows(g, self.embed[tokens], positions, past_k, past_v, sees.to(dev))
+            sees[row, [slots.drafted[a] for a in path[1:-1]]] = True  # its drafted ancestors
+            sees[row, first + row] = True  # itself
+        g = torch.stack([self.states[tree.parents[node]] for node in wave])  # [w, hidden]
+        tokens = torch.tensor([tree.tokens[node] for node in wave], device=dev)
+        positions = torch.tensor([slots.committed - 1 + len(path) - 1 for path in paths], device=dev)  # pair + depth
+        write_at = torch.arange(first, first + n, device=dev)
+        h, q = self.run(slots, HeadCall(g, self.embed[tokens], positions, write_at, first, sees.to(dev)))
         for row, node in enumerate(wave):
-            self.states[node] = h[row]
-            self.drafted[node] = (k[:, row], v[:, row])
+            slots.drafted[node] = first + row
+            self.states[node], self.rows[node] = h[row], q[row]
