@@ -27,6 +27,7 @@ import json
 import shutil
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -150,13 +151,15 @@ def check_and_ship(args, model, head: FusedHead, card: dict, candidate: Path) ->
 
 
 def start_head(folder: str | None, config: FusedConfig) -> FusedHead | None:
-    """The head saved in `folder` to train on from (None: a fresh head); a fused head of this very config."""
+    """The head saved in `folder` to train on from (None: a fresh head); a fused head of this very config, but
+    for the ids it scores (`--head-size`: the same weights, more or fewer of the target's lm_head rows)."""
     if folder is None:
         return None
     head = draft_head.load_head(Path(folder))
-    if not isinstance(head, FusedHead) or head.config != config:
+    if not isinstance(head, FusedHead) or replace(head.config, head_size=config.head_size) != config:
         found = head.config if isinstance(head, FusedHead) else "an MLP head"
         raise ValueError(f"--init: {folder} holds {found}, not a fused head of this config ({config})")
+    head.config = config
     return head
 
 
@@ -167,12 +170,13 @@ def eval_prompts(path: Path) -> list[str]:
 def eval_pairs(model, head: FusedHead, device: str) -> dict[str, object]:
     """The shipped head's pair and the new head's, on the same loaded target (float32)."""
     from decoding.models.head.lean_fused import LeanFusedHead
-    from decoding.models.head.pair import HeadParts, head_pair
+    from decoding.models.head.pair import HeadParts, head_pair, scored_ids
     from decoding.speed.plan import load_planned
 
     shipped = load_planned("embedded-head", device=device, progress=log)
-    lean = LeanFusedHead(head.to(shipped.target_model.device),
-                         draft_head.draft_lm_rows(shipped.target_model.lm_head.weight, head.config.head_size))
+    weight = shipped.target_model.lm_head.weight  # [V, hidden]
+    ids = scored_ids(device, head.config.head_size, weight.shape[0])  # what the pair scores on this device
+    lean = LeanFusedHead(head.to(shipped.target_model.device), draft_head.draft_lm_rows(weight, ids))
     parts = HeadParts(lean, shipped.target_model.model.embed_tokens.weight.detach(), "new fused head")
     scorer = shipped.target_session().model  # the shipped pair's own scoring forward (lean on a CPU)
     return {"shipped": shipped, "new": head_pair(shipped.target_model, shipped.codec, scorer, parts, device)}

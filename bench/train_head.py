@@ -89,7 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", type=int, default=None, help="answers sampled together (a shard's sequences)")
     p.add_argument("--new-tokens", type=int, default=None, help="tokens per answer at most")
     p.add_argument("--epochs", type=float, default=None, help="mlp: passes over the answer positions (2)")
-    p.add_argument("--head-size", type=int, default=draft_head.HeadConfig.head_size, help="token ids the head scores")
+    p.add_argument("--head-size", type=int, default=draft_head.HeadConfig.head_size,
+                   help="token ids the head is trained to score (with --init: the saved weights, scoring this many; "
+                        "drafting scores every id on a GPU, at most 8192 on a CPU)")
     p.add_argument("--inner", type=int, default=draft_head.HeadConfig.inner, help="width of the head's MLP")
     p.add_argument("--levels", type=int, default=None, help="unrolled draft levels trained (the chain's depth)")
     p.add_argument("--lr", type=float, default=1e-3, help="peak learning rate")

@@ -150,3 +150,20 @@ def test_speculative_greedy_with_the_trained_head_equals_plain_greedy(tiny, fold
         got = list(run.generated_ids)
         assert len(got) >= 2 * len(run.steps)  # the head's drafts were accepted: two tokens a step or more
         assert_plain_greedy(pair, pair.encode_prompt(prompt, chat=False), got)
+
+
+def test_training_goes_on_from_a_saved_head_with_more_ids_but_not_another_shape(tmp_path) -> None:
+    """`train-head --init DIR --head-size N`: the saved weights, scoring N ids (head_pipeline.start_head); a head of
+    another shape (here other taps) is refused with the config it holds."""
+    from bench.head_pipeline import start_head
+    from decoding.models.head.weights import save_head
+
+    saved = FusedHead(FusedConfig(hidden=16, taps=(1,), heads=2, head_dim=8, inner=32, head_size=30))
+    save_head(saved, tmp_path / "h", {"made_by": "test"})
+    wider = FusedConfig(hidden=16, taps=(1,), heads=2, head_dim=8, inner=32, head_size=60)
+    head = start_head(str(tmp_path / "h"), wider)
+    assert head.config == wider
+    for name, tensor in head.state_dict().items():
+        assert torch.equal(tensor, saved.state_dict()[name].half().float()), name  # saved in float16
+    with pytest.raises(ValueError, match="taps=\\(1,\\)"):
+        start_head(str(tmp_path / "h"), FusedConfig(hidden=16, taps=(0,), heads=2, head_dim=8, inner=32, head_size=30))

@@ -79,3 +79,4 @@ def test_the_pair_scored_by_another_forward_drafts_and_decodes_alike(pair, score
 def test_the_head_scores_every_id_on_a_gpu_and_its_trained_ids_elsewhere():
     """head/pair.scored_ids: the wider output product is free on a GPU, a cost on a CPU (docs/speed.md)."""
     assert [scored_ids(device, 8192, 49152) for device in ("cuda", "cuda:1", "cpu", "mps")] == [49152] * 2 + [8192] * 2
+    assert scored_ids("cpu", 49152, 49152) == 8192 and scored_ids("cpu", 4096, 49152) == 4096  # at most CPU_IDS

@@ -66,8 +66,12 @@ def head_parts(model, device: str) -> HeadParts:
     return HeadParts(head, embed, name, calls)
 
 
+CPU_IDS = 8192  # the most ids the head scores on a CPU, where every drafted level reads their lm_head rows
+
+
 def scored_ids(device: str, trained: int, vocab: int) -> int:
-    """How many token ids, [0, n), the head scores on `device`: on a GPU all `vocab`, elsewhere the `trained` ones.
+    """How many token ids, [0, n), the head scores on `device`: on a GPU all `vocab`, elsewhere the `trained` ones
+    up to CPU_IDS (a head trained on all ids still reads only the rows of the commonest ones on a CPU).
 
     The head was trained to score ids below `trained` through the target's lm_head rows, yet its output state
     lives in the target's feature space, so the target's other rows score the rarer ids too: on held-out prompts
@@ -75,7 +79,7 @@ def scored_ids(device: str, trained: int, vocab: int) -> int:
     T = 0.8 (assets/draft_head/README.md). On a GPU the wider output product is one kernel either way, so it costs
     nothing; on a CPU every drafted level reads the rows, 6 times the bytes: sd 1,1 ran at 0.87-0.88x with all ids
     on one AMD EPYC core (docs/speed.md, "All ids on a GPU, and the head's calls from CUDA graphs")."""
-    return vocab if str(device).startswith("cuda") else trained
+    return vocab if str(device).startswith("cuda") else min(trained, CPU_IDS)
 
 
 def head_pair(model, codec, scorer, parts: HeadParts, device: str) -> ModelPair:
