@@ -118,7 +118,8 @@ def evaluate(args) -> int:
 
 def held_out_check(args, model, head: FusedHead) -> dict:
     """The held-out check of the shipped head and `head` in one run: name -> T -> results (head_eval.compare)."""
-    return head_eval.compare(eval_pairs(model, head, args.device), eval_prompts(args.eval_prompts), args.eval_tokens)
+    pairs = eval_pairs(model, head, args.device, args.eval_ids)
+    return head_eval.compare(pairs, eval_prompts(args.eval_prompts), args.eval_tokens)
 
 
 def check_and_ship(args, model, head: FusedHead, card: dict, candidate: Path) -> int:
@@ -167,19 +168,27 @@ def eval_prompts(path: Path) -> list[str]:
     return [p["prompt"] if isinstance(p, dict) else p for p in json.loads(Path(path).read_text())["prompts"]]
 
 
-def eval_pairs(model, head: FusedHead, device: str) -> dict[str, object]:
-    """The shipped head's pair and the new head's, on the same loaded target (float32)."""
-    from decoding.models.head.lean_fused import LeanFusedHead
+def eval_pairs(model, head: FusedHead, device: str, ids: int = 0) -> dict[str, object]:
+    """The shipped head's pair and the new head's, on the same loaded target (float32), each head scoring the ids
+    its pair scores on `device` (pair.scored_ids), or the first `ids` of them (--eval-ids: a GPU's all ids,
+    checked on a CPU)."""
     from decoding.models.head.pair import HeadParts, head_pair, scored_ids
     from decoding.speed.plan import load_planned
 
     shipped = load_planned("embedded-head", device=device, progress=log)
     weight = shipped.target_model.lm_head.weight  # [V, hidden]
-    ids = scored_ids(device, head.config.head_size, weight.shape[0])  # what the pair scores on this device
-    lean = LeanFusedHead(head.to(shipped.target_model.device), draft_head.draft_lm_rows(weight, ids))
-    parts = HeadParts(lean, shipped.target_model.model.embed_tokens.weight.detach(), "new fused head")
+    embed = shipped.target_model.model.embed_tokens.weight.detach()  # [V, hidden]
     scorer = shipped.target_session().model  # the shipped pair's own scoring forward (lean on a CPU)
-    return {"shipped": shipped, "new": head_pair(shipped.target_model, shipped.codec, scorer, parts, device)}
+
+    def pair_of(module: FusedHead, name: str):
+        from decoding.models.head.lean_fused import LeanFusedHead
+
+        rows = draft_head.draft_lm_rows(weight, ids or scored_ids(device, module.config.head_size, weight.shape[0]))
+        parts = HeadParts(LeanFusedHead(module.to(weight.device), rows), embed, name)
+        return head_pair(shipped.target_model, shipped.codec, scorer, parts, device)
+
+    old = pair_of(draft_head.load_head().eval(), "shipped fused head") if ids else shipped
+    return {"shipped": old, "new": pair_of(head, "new fused head")}
 
 
 def data_card(folders: list[Path]) -> dict:

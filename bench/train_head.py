@@ -70,6 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eval-prompts", default=str(draft_head.HEAD_DIR / "val_prompts.json"),
                    help="fused: held-out prompts of the check (never trained on)")
     p.add_argument("--eval-tokens", type=int, default=64, help="fused: tokens decoded per held-out prompt")
+    p.add_argument("--eval-ids", type=int, default=0,
+                   help="fused: the held-out check with both heads scoring the first N ids (0: the ids the pair "
+                        "scores on --device; 49152: every id, as on a GPU)")
     p.add_argument("--ship", choices=("auto", "always", "never"), default="auto",
                    help="fused: replace --out with the new head when it beats the shipped one (auto), or not")
     p.add_argument("--stop-after", choices=("data", "train"), default=None, help="fused: stop after this stage")
@@ -125,6 +128,8 @@ def resolve(args) -> str | None:
             return "--taps are increasing layer numbers from 1, e.g. 3,16"
         if min(args.steps, args.batch, args.train_batch, args.levels, args.heads, args.eval_tokens) < 1:
             return "--steps, --batch, --train-batch, --levels, --heads and --eval-tokens must be at least 1"
+        if args.eval_ids < 0:
+            return "--eval-ids must be 0 (the ids the pair scores) or a number of ids"
         if min(x for x in (args.data_seconds, args.train_seconds, 1) if x is not None) <= 0:
             return "--data-seconds and --train-seconds must be above 0"
         if not Path(args.eval_prompts).is_file():

@@ -23,6 +23,7 @@ from decoding.models.head import weights as draft_head
     (["--init", "/nowhere/head"], "--init: no saved head in /nowhere/head"),
     (["--evaluate", "/nowhere/head"], "--evaluate: no saved head in /nowhere/head"),
     (["--train-seconds", "0"], "must be above 0"),
+    (["--eval-ids", "-1"], "--eval-ids must be 0"),
 ])
 def test_bad_flags_exit_2_with_one_line(argv, says, capsys) -> None:
     assert train_head.main(argv) == 2
@@ -76,3 +77,18 @@ def test_the_fused_pipeline_at_toy_scale_writes_a_candidate_and_its_card(tmp_pat
     assert train_head.main(evaluate[:1] + [str(draft_head.HEAD_DIR)] + evaluate[2:]) == 0  # the shipped head's own
     assert "| new | 0.8 |" in capsys.readouterr().out  # its check printed, its folder (the curated card) untouched
     assert {f: f.read_bytes() for f in draft_head.HEAD_DIR.iterdir() if f.is_file()} == shipped
+
+
+@pytest.mark.slow
+def test_the_held_out_check_scores_the_ids_the_pair_scores_here_or_the_ones_asked_for() -> None:
+    """head_pipeline.eval_pairs: on a CPU both heads score the 8192 ids its pair scores (pair.scored_ids); with
+    --eval-ids 49152 both score every id (a GPU's q, checked on a CPU), the shipped head's own weights included."""
+    from decoding.models.embedded import model as embedded
+    from decoding.models.head.pair import CPU_IDS
+
+    model = embedded.load_target("cpu", lambda *a: None)
+    head = draft_head.load_head().eval()
+    for ids, want in ((0, CPU_IDS), (49152, 49152)):
+        pairs = head_pipeline.eval_pairs(model, head, "cpu", ids)
+        assert [pairs[name].draft_products.head_size for name in ("shipped", "new")] == [want, want]
+        assert pairs["shipped"].draft_products.module is not pairs["new"].draft_products.module
