@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from decoding.models.cuda.graphed_target import GraphedLlama
+from decoding.models.head import graphed_calls
 from decoding.models.head.feature_target import FeatureTreeLM
 from decoding.models.head.fused import FusedConfig, FusedHead
 from decoding.models.head.fused_drafter import FusedHeadTreeLM
@@ -118,6 +119,38 @@ def test_the_head_calls_padded_as_a_gpu_replays_them_give_the_same_rows(tiny, he
     assert calls.spare == [slots]
     holder = type("Session", (), {})()
     assert calls.lease(holder) is slots and calls.spare == [] and slots.filled == 0
+
+
+class StandInGraph:
+    """A CUDA graph's behaviour on a CPU: a replay runs the captured call again on its static inputs and writes
+    into the outputs the capture returned (the tensors a caller reads after a replay)."""
+
+    def __init__(self, call) -> None:
+        self.call, self.out, self.replays = call, call(), 0
+
+    def replay(self) -> None:
+        self.replays += 1
+        for kept, fresh in zip(self.out, self.call(), strict=True):
+            kept.copy_(fresh)
+
+
+def test_calls_replayed_from_graphs_copy_their_inputs_in_and_read_the_replayed_outputs(tiny, head, monkeypatch) -> None:
+    """graphed_calls' replay path with a stand-in for CUDA graphs: each bucket and call kind captured once, every
+    later call's inputs copied into the captured ones, the rows still the reference's."""
+    captured = []
+
+    def stand_in(call, device, owner):
+        graph = StandInGraph(call)
+        captured.append(graph)
+        return graph, graph.out
+
+    monkeypatch.setattr(graphed_calls, "capture", stand_in)
+    target, draft = sessions(tiny, head, tiny, graphed=True)
+    draft.run.graphs = True
+    assert_rows_follow_paths(tiny, head, target, draft)
+    # per step: a catch-up (4 pairs, then 3: both the 4-row bucket), a level of 2 rows, two levels of 1 row
+    assert set(draft.slots.graphs) == {(4, True), (2, False), (1, False)} and len(captured) == 3
+    assert sum(graph.replays for graph in captured) == 8 and draft.run.graphs  # every call replayed, 3 captured
 
 
 @pytest.mark.parametrize("method", sorted(set(few_rows.available_products()) - {"stock"}))
