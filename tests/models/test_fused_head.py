@@ -23,6 +23,7 @@ from decoding.models.lean import few_rows, native_rows
 from decoding.models.lean import target as lean_target
 from decoding.verify.tree import DraftTree
 from tests.conftest import save_tiny_llama
+from tests.graph_stand_in import stand_in_capture
 from tests.models.test_lean_draft import WORDS
 
 HEAD_SIZE = 30  # the tiny vocabulary has more ids: q = 0 beyond these
@@ -121,30 +122,11 @@ def test_the_head_calls_padded_as_a_gpu_replays_them_give_the_same_rows(tiny, he
     assert calls.lease(holder) is slots and calls.spare == [] and slots.filled == 0
 
 
-class StandInGraph:
-    """A CUDA graph's behaviour on a CPU: a replay runs the captured call again on its static inputs and writes
-    into the outputs the capture returned (the tensors a caller reads after a replay)."""
-
-    def __init__(self, call) -> None:
-        self.call, self.out, self.replays = call, call(), 0
-
-    def replay(self) -> None:
-        self.replays += 1
-        for kept, fresh in zip(self.out, self.call(), strict=True):
-            kept.copy_(fresh)
-
-
 def test_calls_replayed_from_graphs_copy_their_inputs_in_and_read_the_replayed_outputs(tiny, head, monkeypatch) -> None:
     """graphed_calls' replay path with a stand-in for CUDA graphs: each bucket and call kind captured once, every
     later call's inputs copied into the captured ones, the rows still the reference's."""
     captured = []
-
-    def stand_in(call, device, owner):
-        graph = StandInGraph(call)
-        captured.append(graph)
-        return graph, graph.out
-
-    monkeypatch.setattr(graphed_calls, "capture", stand_in)
+    monkeypatch.setattr(graphed_calls, "capture", stand_in_capture(captured))
     target, draft = sessions(tiny, head, tiny, graphed=True)
     draft.run.graphs = True
     assert_rows_follow_paths(tiny, head, target, draft)

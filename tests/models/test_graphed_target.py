@@ -17,6 +17,7 @@ from decoding.models.cuda import graphed_target, slot_cache
 from decoding.models.hf_treelm import HFTreeLM
 from decoding.verify.tree import DraftTree
 from tests.conftest import save_tiny_llama
+from tests.graph_stand_in import stand_in_capture
 from tests.models.test_lean_draft import WORDS, _ids, assert_same_forward
 
 
@@ -87,6 +88,28 @@ def test_a_failed_capture_warns_once_and_runs_the_same_forward_eagerly_unpadded(
     assert len(captures) == 1  # one try (the prefill's bucket), then never again
     assert not graphed.graphs and not graphed.padded  # later calls: eager, at their own size
     for a, b in zip(outs[:2], outs[2:], strict=True):
+        torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-5)
+
+
+def test_calls_replayed_from_graphs_copy_their_inputs_in_and_read_the_replayed_outputs(tiny, monkeypatch) -> None:
+    """The replay path with a stand-in for CUDA graphs (tests/graph_stand_in.py): one capture per rows bucket
+    (and taps), every later call of that bucket replayed on its inputs copied in; the logits stay transformers'."""
+    captured = []
+    monkeypatch.setattr(graphed_target, "capture", stand_in_capture(captured))
+    graphed = graphed_target.GraphedLlama(tiny, padded=True)
+    graphed.graphs = True  # as on a GPU
+    sessions = [HFTreeLM(tiny), HFTreeLM(graphed)]
+    context = _ids(6, 3)[0].tolist()
+    outs = []
+    for lm in sessions:
+        lm.start(context)
+        for token in (4, 9, 13):
+            tree = DraftTree.root(lm.context[-1]).add_draws(0, [token, 5], merge=False)  # 3 rows: the 4-row bucket
+            outs.append(lm.logits(tree, [0, 1, 2]))
+            lm.commit([0, 1], 7, tree)
+    assert set(sessions[1].cache.slots.graphs) == {8, 4} and len(captured) == 2  # the prefill's 5 rows, then 3
+    assert sum(graph.replays for graph in captured) == 4  # the prefill, and the three tree calls
+    for a, b in zip(outs[:3], outs[3:], strict=True):
         torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-5)
 
 
