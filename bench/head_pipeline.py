@@ -172,6 +172,7 @@ def eval_pairs(model, head: FusedHead, device: str, ids: int = 0) -> dict[str, o
     """The shipped head's pair and the new head's, on the same loaded target (float32), each head scoring the ids
     its pair scores on `device` (pair.scored_ids), or the first `ids` of them (--eval-ids: a GPU's all ids,
     checked on a CPU)."""
+    from decoding.models.head.lean_fused import LeanFusedHead
     from decoding.models.head.pair import HeadParts, head_pair, scored_ids
     from decoding.speed.plan import load_planned
 
@@ -181,8 +182,6 @@ def eval_pairs(model, head: FusedHead, device: str, ids: int = 0) -> dict[str, o
     scorer = shipped.target_session().model  # the shipped pair's own scoring forward (lean on a CPU)
 
     def pair_of(module: FusedHead, name: str):
-        from decoding.models.head.lean_fused import LeanFusedHead
-
         rows = draft_head.draft_lm_rows(weight, ids or scored_ids(device, module.config.head_size, weight.shape[0]))
         parts = HeadParts(LeanFusedHead(module.to(weight.device), rows), embed, name)
         return head_pair(shipped.target_model, shipped.codec, scorer, parts, device)

@@ -76,10 +76,7 @@ def sessions(tiny, head, scorer, graphed: bool = False):
     target = FeatureTreeLM(scorer, taps=TAPS)
     lean = LeanFusedHead(head, tiny.lm_head.weight.detach()[:HEAD_SIZE])
     calls = GraphedHeadCalls(lean, graphs=False) if graphed else None
-    draft = FusedHeadTreeLM(lean, tiny.model.embed_tokens.weight.detach(), target.vocab_size, target, run=calls)
-    if calls is not None:
-        draft.slots = calls.lease(draft)
-    return target, draft
+    return target, FusedHeadTreeLM(lean, tiny.model.embed_tokens.weight.detach(), target.vocab_size, target, calls)
 
 
 def scorers(tiny):

@@ -18,6 +18,7 @@ import torch
 
 from decoding.models.head.drafter import _waves
 from decoding.models.head.feature_target import FeatureTreeLM
+from decoding.models.head.graphed_calls import GraphedHeadCalls
 from decoding.models.head.head_slots import HeadSlots
 from decoding.models.head.lean_fused import HeadCall, LeanFusedHead
 from decoding.models.treelm import TreeBook
@@ -26,18 +27,19 @@ from decoding.verify.tree import DraftTree
 
 class FusedHeadTreeLM(TreeBook):
     """The fused draft head behind the TreeLM protocol; reads the paired target session's history.
-    `run`: how a call of the head runs (LeanFusedHead.call eagerly; on a GPU, replayed from CUDA graphs:
-    graphed_calls.py); the keys and values it reads and writes live in `slots` (head_slots.py)."""
+    `run`: how a call of the head runs: LeanFusedHead.call eagerly, or with `calls` (on a GPU) replayed from CUDA
+    graphs on slots leased from them (graphed_calls.py); the keys and values it reads and writes live in `slots`
+    (head_slots.py)."""
 
     def __init__(self, head: LeanFusedHead, embed: torch.Tensor, vocab_size: int, target: FeatureTreeLM,
-                 run: Callable[[HeadSlots, HeadCall], tuple[torch.Tensor, torch.Tensor]] | None = None) -> None:
+                 calls: GraphedHeadCalls | None = None) -> None:
         super().__init__()
         self.head, self.embed = head, embed  # embed [V, hidden]
         self.vocab_size = vocab_size
         self.target = target
-        self.run = run or head.call
+        self.run: Callable[[HeadSlots, HeadCall], tuple[torch.Tensor, torch.Tensor]] = calls or head.call
         c = head.config
-        self.slots = HeadSlots(c.heads, c.head_dim, embed.device)  # a GPU's: leased (graphed_calls.lease)
+        self.slots = calls.lease(self) if calls is not None else HeadSlots(c.heads, c.head_dim, embed.device)
         self.covered: list[int] = []  # the context tokens the kept pairs were computed on (0 .. pairs)
         self.states: dict[int, torch.Tensor] = {}  # tree node -> its output state [hidden], this step
         self.rows: dict[int, torch.Tensor] = {}  # tree node -> q's logits over the head's ids [H], this step

@@ -89,10 +89,7 @@ def head_pair(model, codec, scorer, parts: HeadParts, device: str) -> ModelPair:
     def new_draft(target: FeatureTreeLM) -> TreeLM:
         if not isinstance(parts.head, LeanFusedHead):
             return HeadTreeLM(parts.head, parts.embed, vocab, target)
-        draft = FusedHeadTreeLM(parts.head, parts.embed, vocab, target, run=parts.calls)
-        if parts.calls is not None:
-            draft.slots = parts.calls.lease(draft)  # slots whose graphs a dropped session captured
-        return draft
+        return FusedHeadTreeLM(parts.head, parts.embed, vocab, target, calls=parts.calls)
 
     return ModelPair(
         kind="embedded-head", target_name=embedded.MODEL_NAME, draft_name=parts.name,
