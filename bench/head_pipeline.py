@@ -32,9 +32,10 @@ from pathlib import Path
 
 import torch
 
-from bench import head_data, head_eval, head_train
+from bench import head_data, head_eval, head_ids, head_train
 from decoding.models.head import weights as draft_head
 from decoding.models.head.fused import FusedConfig, FusedHead
+from decoding.models.head.ranked_ids import IDS, ranked_ids, save_ranked_ids
 
 CANDIDATE = "candidate"
 
@@ -67,7 +68,10 @@ def run(args, argv: list[str]) -> int:
 
     model = embedded.load_target(args.device, log)
     embed = model.model.embed_tokens.weight.detach()
-    lm_rows = draft_head.draft_lm_rows(model.lm_head.weight, args.head_size)  # [head_size, hidden]
+    start = time.time()
+    ranked, ranking = head_ids.ranked_from(folders, model.lm_head.weight)  # [V]: the commonest ids first
+    walls["ids_s"] = round(time.time() - start)
+    lm_rows = draft_head.draft_lm_rows(model.lm_head.weight, ranked[: args.head_size])  # [head_size, hidden]
     config = FusedConfig(hidden=int(model.config.hidden_size), taps=args.taps, heads=args.heads,
                          inner=args.inner, head_size=args.head_size)
     train_plan = head_train.TrainPlan(steps=args.steps, batch=args.train_batch, levels=args.levels, lr=args.lr,
@@ -85,11 +89,13 @@ def run(args, argv: list[str]) -> int:
     walls["train_s"] = round(time.time() - start)
     candidate = work / CANDIDATE
     card = {"made_by": "python -m bench train-head " + " ".join(argv), "device": args.device,
-            "data": data_card(folders), "train": trained, "wall": walls}
+            "data": data_card(folders), "ids": ranking | {"scored": args.head_size}, "train": trained,
+            "wall": walls}
     draft_head.save_head(head, candidate, card)
+    save_ranked_ids(candidate, ranked, args.head_size)
     if args.stop_after == "train":
         return 0
-    return check_and_ship(args, model, head, card, candidate)
+    return check_and_ship(args, model, head, card, candidate, ranked)
 
 
 def evaluate(args) -> int:
@@ -109,26 +115,51 @@ def evaluate(args) -> int:
     card.setdefault("wall", {})
     card.setdefault("data", {})
     model = embedded.load_target(args.device, log)
+    ranked = ranked_ids(folder, int(model.lm_head.weight.shape[0]))
     if folder.resolve() == draft_head.HEAD_DIR.resolve():
         log(f"--evaluate: {folder} is the shipped head's folder: its check is printed, the folder left as it is")
-        print("\n".join(head_eval.table_lines(held_out_check(args, model, head.eval()))))
+        print("\n".join(head_eval.table_lines(held_out_check(args, model, head.eval(), ranked))))
         return 0
-    return check_and_ship(args, model, head.eval(), card, folder)
+    return check_and_ship(args, model, head.eval(), card, folder, ranked)
 
 
-def held_out_check(args, model, head: FusedHead) -> dict:
-    """The held-out check of the shipped head and `head` in one run: name -> T -> results (head_eval.compare)."""
-    pairs = eval_pairs(model, head, args.device, args.eval_ids)
+def rank(args) -> int:
+    """--rank-ids DIR: the token ids ranked by the target's own answers in --work's shards (head_ids.py), the
+    first head_size of DIR's head written to DIR/ids.safetensors; the head's weights and card left as they are
+    (the card of a head it ships with says which ids it scores: --evaluate DIR next)."""
+    from decoding.models.embedded import model as embedded
+
+    folder = Path(args.rank_ids)
+    folders = list(head_data.iter_shards(Path(args.work)))
+    if not folders:
+        log(f"error: --rank-ids: no data shards under {args.work}/shards (make them first: train-head --work "
+            f"{args.work} --stop-after data)")
+        return 2
+    size = draft_head.load_head(folder).config.head_size
+    model = embedded.load_target(args.device, log)
+    start = time.time()
+    ranked, ranking = head_ids.ranked_from(folders, model.lm_head.weight)
+    save_ranked_ids(folder, ranked, size)
+    log(f"ranked the ids by {ranking['answer_positions']} answer positions of {', '.join(ranking['sources'])} in "
+        f"{time.time() - start:.0f} s: {folder / IDS} names the {size} the head scores")
+    return 0
+
+
+def held_out_check(args, model, head: FusedHead, ranked: torch.Tensor) -> dict:
+    """The held-out check of the shipped head and `head` (scoring the first of its `ranked` ids [V]) in one run:
+    name -> T -> results (head_eval.compare)."""
+    pairs = eval_pairs(model, head, args.device, ranked, args.eval_ids)
     return head_eval.compare(pairs, eval_prompts(args.eval_prompts), args.eval_tokens)
 
 
-def check_and_ship(args, model, head: FusedHead, card: dict, candidate: Path) -> int:
-    """The held-out check (the shipped head against `head`, one run), the card and README into `candidate`, and
-    the head shipped to --out as --ship says."""
+def check_and_ship(args, model, head: FusedHead, card: dict, candidate: Path, ranked: torch.Tensor) -> int:
+    """The held-out check (the shipped head against `head`, scoring the first of its `ranked` ids, one run), the
+    card and README into `candidate`, and the head (with its ids.safetensors where it has one) shipped to --out
+    as --ship says."""
     walls = card["wall"]
     start = time.time()
     prompts = eval_prompts(args.eval_prompts)
-    results = held_out_check(args, model, head)
+    results = held_out_check(args, model, head, ranked)
     walls["eval_s"] = round(time.time() - start)
     card["held_out_on"] = args.device
     better = head_eval.beats(results["new"], results["shipped"])
@@ -148,6 +179,9 @@ def check_and_ship(args, model, head: FusedHead, card: dict, candidate: Path) ->
         out.mkdir(parents=True, exist_ok=True)
         for name in (draft_head.WEIGHTS, draft_head.CONFIG, "README.md"):
             shutil.copyfile(candidate / name, out / name)
+        (out / IDS).unlink(missing_ok=True)  # a head without a ranking scores the lowest ids
+        if (candidate / IDS).exists():
+            shutil.copyfile(candidate / IDS, out / IDS)
     return 0
 
 
@@ -168,10 +202,10 @@ def eval_prompts(path: Path) -> list[str]:
     return [p["prompt"] if isinstance(p, dict) else p for p in json.loads(Path(path).read_text())["prompts"]]
 
 
-def eval_pairs(model, head: FusedHead, device: str, ids: int = 0) -> dict[str, object]:
-    """The shipped head's pair and the new head's, on the same loaded target (float32), each head scoring the ids
-    its pair scores on `device` (pair.scored_ids), or the first `ids` of them (--eval-ids: a GPU's all ids,
-    checked on a CPU)."""
+def eval_pairs(model, head: FusedHead, device: str, ranked: torch.Tensor, ids: int = 0) -> dict[str, object]:
+    """The shipped head's pair and the new head's, on the same loaded target (float32), each head scoring as many
+    of its ranked ids (the new head's: `ranked` [V]; ranked_ids.py) as its pair scores on `device`
+    (pair.scored_ids), or the first `ids` of them (--eval-ids: a GPU's all ids, checked on a CPU)."""
     from decoding.models.head.lean_fused import LeanFusedHead
     from decoding.models.head.pair import HeadParts, head_pair, scored_ids
     from decoding.speed.plan import load_planned
@@ -181,13 +215,15 @@ def eval_pairs(model, head: FusedHead, device: str, ids: int = 0) -> dict[str, o
     embed = shipped.target_model.model.embed_tokens.weight.detach()  # [V, hidden]
     scorer = shipped.target_session().model  # the shipped pair's own scoring forward (lean on a CPU)
 
-    def pair_of(module: FusedHead, name: str):
-        rows = draft_head.draft_lm_rows(weight, ids or scored_ids(device, module.config.head_size, weight.shape[0]))
-        parts = HeadParts(LeanFusedHead(module.to(weight.device), rows), embed, name)
+    def pair_of(module: FusedHead, order: torch.Tensor, name: str):
+        scored = order[: ids or scored_ids(device, module.config.head_size, weight.shape[0])]  # [H]
+        parts = HeadParts(LeanFusedHead(module.to(weight.device), draft_head.draft_lm_rows(weight, scored), scored),
+                          embed, name)
         return head_pair(shipped.target_model, shipped.codec, scorer, parts, device)
 
-    old = pair_of(draft_head.load_head().eval(), "shipped fused head") if ids else shipped
-    return {"shipped": old, "new": pair_of(head, "new fused head")}
+    mine = ranked_ids(draft_head.HEAD_DIR, int(weight.shape[0]))
+    old = pair_of(draft_head.load_head().eval(), mine, "shipped fused head") if ids else shipped
+    return {"shipped": old, "new": pair_of(head, ranked, "new fused head")}
 
 
 def data_card(folders: list[Path]) -> dict:

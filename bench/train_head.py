@@ -83,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--evaluate", default=None, metavar="DIR",
                    help="fused: only the held-out check of the head saved in DIR (trained elsewhere, e.g. on a GPU) "
                         "against the shipped one; its card and README are written into DIR; --ship as ever")
+    p.add_argument("--rank-ids", default=None, metavar="DIR",
+                   help="fused: only rank the token ids by the target's own answers in --work's shards and write "
+                        "DIR/ids.safetensors, the ids the head saved in DIR scores (the commonest first)")
     p.add_argument("--init", default=None,
                    help="fused: start training from the head saved in this folder (same config; the card says so)")
     p.add_argument("--prompts", type=int, default=None, help="mlp: how many training prompts to answer (384)")
@@ -134,7 +137,9 @@ def resolve(args) -> str | None:
             return "--data-seconds and --train-seconds must be above 0"
         if not Path(args.eval_prompts).is_file():
             return f"--eval-prompts: no such file {args.eval_prompts}"
-        for flag, folder in (("--evaluate", args.evaluate), ("--init", args.init)):
+        if args.evaluate and args.rank_ids:
+            return "--evaluate and --rank-ids are two runs: rank the ids first, then check the head"
+        for flag, folder in (("--evaluate", args.evaluate), ("--init", args.init), ("--rank-ids", args.rank_ids)):
             if folder is not None and not (Path(folder) / draft_head.CONFIG).is_file():
                 return f"{flag}: no saved head in {folder} (it needs {draft_head.CONFIG} and {draft_head.WEIGHTS})"
         return None
@@ -287,6 +292,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.kind == "fused":
         from bench import head_pipeline
 
+        if args.rank_ids:
+            return head_pipeline.rank(args)
         return head_pipeline.evaluate(args) if args.evaluate else head_pipeline.run(args, argv)
     return main_mlp(args, argv)
 

@@ -19,6 +19,7 @@ import torch
 
 from decoding.models.cache_dir import cache_root
 from decoding.models.head import weights as draft_head
+from decoding.models.head.ranked_ids import IDS
 
 HEAD_KINDS = ("embedded-head",)  # pairs whose draft is the shipped head (its digest is in every key)
 
@@ -55,9 +56,17 @@ def machine_key(pair_kind: str, device: str = "cpu", threads: int | None = None)
 
 
 def head_digest(folder: Path = draft_head.HEAD_DIR) -> str:
-    """sha256 of the shipped head's weights (a retrained head is another draft); hashed once per file version
-    (its size and modification time), not at every load of the pair (each Step loads it: 6 ms for 9.8 MB)."""
-    path = folder / draft_head.WEIGHTS
+    """sha256 of the shipped head's weights, and of the ids it scores where its folder ranks them
+    (ranked_ids.py): a retrained head, or the same head scoring other ids, is another draft. Each file hashed
+    once per version (its size and modification time), not at every load of the pair (each Step loads it: 6 ms
+    for 9.8 MB)."""
+    weights = _digest(folder / draft_head.WEIGHTS)
+    if not (folder / IDS).exists():
+        return weights  # a head without a ranking: the key it always had
+    return hashlib.sha256(f"{weights} {_digest(folder / IDS)}".encode()).hexdigest()[:16]
+
+
+def _digest(path: Path) -> str:
     stat = path.stat()
     return _file_digest(path, stat.st_size, stat.st_mtime_ns)
 

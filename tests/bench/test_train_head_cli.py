@@ -11,6 +11,7 @@ import torch
 
 from bench import head_pipeline, train_head
 from decoding.models.head import weights as draft_head
+from decoding.models.head.ranked_ids import IDS, ranked_ids
 
 
 @pytest.mark.parametrize("argv, says", [
@@ -24,6 +25,8 @@ from decoding.models.head import weights as draft_head
     (["--evaluate", "/nowhere/head"], "--evaluate: no saved head in /nowhere/head"),
     (["--train-seconds", "0"], "must be above 0"),
     (["--eval-ids", "-1"], "--eval-ids must be 0"),
+    (["--rank-ids", "/nowhere/head"], "--rank-ids: no saved head in /nowhere/head"),
+    (["--rank-ids", str(draft_head.HEAD_DIR), "--evaluate", str(draft_head.HEAD_DIR)], "two runs"),
 ])
 def test_bad_flags_exit_2_with_one_line(argv, says, capsys) -> None:
     assert train_head.main(argv) == 2
@@ -45,6 +48,8 @@ def test_the_fused_pipeline_at_toy_scale_writes_a_candidate_and_its_card(tmp_pat
     about = json.loads((candidate / draft_head.CONFIG).read_text())
     assert about["kind"] == "fused" and about["about"]["train"]["steps"] == 2
     assert set(about["about"]["data"]) == {"chat", "docs", "code"}
+    assert about["about"]["ids"]["sources"] == ["chat"] and about["about"]["ids"]["scored"] == 8192
+    assert ranked_ids(candidate, 49152)[:5].tolist() != list(range(5))  # ranked by its answers, not the lowest
     assert set(about["about"]["held_out"]["acceptance"]) == {"shipped", "new"}
     assert "| new | 0.8 |" in (candidate / "README.md").read_text()
     assert type(draft_head.load_head(candidate)).__name__ == "FusedHead"
@@ -72,6 +77,7 @@ def test_the_fused_pipeline_at_toy_scale_writes_a_candidate_and_its_card(tmp_pat
     assert "on cpu; 2 prompts" in (shipped_to / "README.md").read_text()
     for name, tensor in draft_head.load_head(shipped_to).state_dict().items():
         assert torch.equal(tensor, draft_head.load_head(candidate).state_dict()[name]), name
+    assert (shipped_to / IDS).read_bytes() == (candidate / IDS).read_bytes()  # its ids ship with it
     shipped = {f: f.read_bytes() for f in draft_head.HEAD_DIR.iterdir() if f.is_file()}
     capsys.readouterr()
     assert train_head.main(evaluate[:1] + [str(draft_head.HEAD_DIR)] + evaluate[2:]) == 0  # the shipped head's own
@@ -88,7 +94,10 @@ def test_the_held_out_check_scores_the_ids_the_pair_scores_here_or_the_ones_aske
 
     model = embedded.load_target("cpu", lambda *a: None)
     head = draft_head.load_head().eval()
+    ranked = torch.arange(49152).flip(0)  # the new head's ranking: the highest ids first
     for ids, want in ((0, CPU_IDS), (49152, 49152)):
-        pairs = head_pipeline.eval_pairs(model, head, "cpu", ids)
+        pairs = head_pipeline.eval_pairs(model, head, "cpu", ranked, ids)
         assert [pairs[name].draft_products.head_size for name in ("shipped", "new")] == [want, want]
+        assert torch.equal(pairs["new"].draft_products.ids, ranked[:want])
+        assert torch.equal(pairs["shipped"].draft_products.ids, ranked_ids(draft_head.HEAD_DIR, 49152)[:want])
         assert pairs["shipped"].draft_products.module is not pairs["new"].draft_products.module

@@ -213,3 +213,25 @@ def test_a_saved_fused_head_loads_back_and_an_unknown_kind_is_refused(head, tmp_
     (tmp_path / "head.json").write_text(json.dumps(about | {"kind": "medusa"}))
     with pytest.raises(ValueError, match="kind 'medusa', which this specscope cannot run"):
         load_head(tmp_path)
+
+
+@pytest.mark.parametrize("kind", ["transformers", "lean"])
+def test_a_head_scoring_ranked_ids_puts_each_rows_q_at_those_ids(tiny, head, kind) -> None:
+    """ranked_ids.py: the head's output rows are the lm_head rows of its ids (the commonest first, not the lowest):
+    row k of its product is q's logit of token ids[k], the same logit a head scoring every id gives that token,
+    and q = 0 at every other id."""
+    vocab = tiny.config.vocab_size
+    weight = tiny.lm_head.weight.detach()  # [V, hidden]
+    ids = torch.arange(vocab).flip(0)[:HEAD_SIZE]  # the highest ids, highest first
+    rows = {}
+    for name, scored in (("all", torch.arange(vocab)), ("ranked", ids)):
+        target = FeatureTreeLM(scorers(tiny)[kind], taps=TAPS)
+        draft = FusedHeadTreeLM(LeanFusedHead(head, weight[scored], scored), tiny.model.embed_tokens.weight.detach(),
+                                target.vocab_size, target)
+        context = [3, 7, 2, 9, 4]
+        target.start(context)
+        draft.start(context)
+        tree = DraftTree.root(context[-1]).add_draws(0, [5, 8], merge=False)
+        rows[name] = torch.cat([draft.logits(tree, [0]), draft.logits(tree, [1, 2])])  # [3, V]
+    assert torch.equal(torch.isfinite(rows["ranked"]).nonzero()[:, 1].unique(), ids.sort().values)
+    torch.testing.assert_close(rows["ranked"][:, ids], rows["all"][:, ids], atol=1e-5, rtol=1e-5)

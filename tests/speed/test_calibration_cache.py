@@ -214,3 +214,19 @@ def test_the_head_digest_follows_the_file_it_hashes(tmp_path):
     assert machine.head_digest(tmp_path) == first  # hashed once per file version
     weights.write_bytes(b"another head, retrained")  # another size (and time): hashed again
     assert machine.head_digest(tmp_path) != first
+
+
+def test_the_head_digest_follows_the_ids_the_head_scores(tmp_path):
+    """ranked_ids.py: the same weights scoring other ids are another draft; without a ranking, the old key."""
+    import hashlib
+
+    from decoding.models.head.ranked_ids import IDS
+
+    weights = tmp_path / draft_head.WEIGHTS
+    weights.write_bytes(b"one head")
+    alone = machine.head_digest(tmp_path)
+    assert alone == hashlib.sha256(b"one head").hexdigest()[:16]  # the key heads without a ranking always had
+    (tmp_path / IDS).write_bytes(b"the commonest ids")
+    ranked = machine.head_digest(tmp_path)
+    (tmp_path / IDS).write_bytes(b"other commonest ids")
+    assert len({alone, ranked, machine.head_digest(tmp_path)}) == 3

@@ -1,9 +1,9 @@
 """The draft session of a draft-head pair: q from the trained head (draft_head.py), as a TreeLM.
 
 Node features: the root's is head(target.root_feature, e(root)); a deeper node's is head(parent's
-predicted feature, e(node)). q's logits are the target's lm_head rows [0, head_size) applied to a node's
-feature, -inf beyond. Without a target feature (a one-token context: nothing was prefilled) the root has
-no guess (treelm.proposes): the step is a plain target step.
+predicted feature, e(node)). q's logits are the target's lm_head rows of the head's ids (ranked_ids.py)
+applied to a node's feature, -inf beyond. Without a target feature (a one-token context: nothing was
+prefilled) the root has no guess (treelm.proposes): the step is a plain target step.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class HeadTreeLM(TreeBook):
                 predicted = self.head(torch.stack(parents), self.embed[tokens])  # [w, hidden]
                 self.features.update(zip(wave, predicted, strict=True))
             feats = torch.stack([self.features[n] for n in nodes])  # [n, hidden]
-            out[:, : self.head.head_size] = self.head.logits(feats).float().cpu()  # [n, H]: q on the CPU
+            out[:, self.head.ids] = self.head.logits(feats).float().cpu()  # [n, H] into [n, V]: q on the CPU
         return out
 
 

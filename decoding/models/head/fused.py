@@ -10,10 +10,10 @@ and training unrolls those levels the way drafting runs them ("training-time tes
 Pair j (one row of the layer) reads g_j and the embedding of token x_{j+1}, at rotary position j: they enter the
 residual stream as g_j + mix(e(x_{j+1}), g_j) (EAGLE's input layer: the token is on the stream itself, not only
 in what attention carries), then a pre-norm decoder layer (attention, gated MLP) gives the output state h_j.
-q's logits over the head's ids are the target's lm_head rows [0, head_size) on out_norm(h_j) (q = 0 beyond): the
-law of x_{j+2}. A drafted node at depth d below pair j's root reads (h of its parent, its own
-token) at position j + d and attends to pairs 0..j and its own ancestors. Every q is a function of the context
-and the tree path, fixed before a candidate is drawn: every verifier stays exact.
+q's logits over the head's ids are the target's lm_head rows of its head_size ids (ranked_ids.py) on
+out_norm(h_j) (q = 0 beyond): the law of x_{j+2}. A drafted node at depth d below pair j's root reads (h of its
+parent, its own token) at position j + d and attends to pairs 0..j and its own ancestors. Every q is a function
+of the context and the tree path, fixed before a candidate is drawn: every verifier stays exact.
 
 `FusedHead.unrolled` is the reference computation (training and the tests' oracle): all pairs of a sequence at
 once, level by level. lean_fused.py computes the same rows incrementally for drafting.
@@ -38,7 +38,7 @@ class FusedConfig:
     heads: int = 4
     head_dim: int = 64
     inner: int = 1536  # the MLP's width
-    head_size: int = 8192  # token ids [0, head_size) the draft scores
+    head_size: int = 8192  # how many token ids the draft scores (the first of ranked_ids.ranked_ids)
     eps: float = 1e-5
     rope_base: float = 10000.0
 

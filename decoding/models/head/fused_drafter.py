@@ -72,7 +72,7 @@ class FusedHeadTreeLM(TreeBook):
             for wave in _waves(tree, [n for n in nodes if n != 0], self.states):
                 self._draft_rows(tree, wave)
             rows = torch.stack([self.rows[n] for n in nodes])  # [n, H]
-            out[:, : rows.shape[-1]] = rows.float().cpu()  # q on the CPU
+            out[:, self.head.ids] = rows.float().cpu()  # [n, H] into [n, V]: q on the CPU
         return out
 
     def _catch_up(self, history: torch.Tensor) -> None:

@@ -36,12 +36,13 @@ class HeadProducts:
 
 
 class LeanHead:
-    def __init__(self, module: DraftHead, lm_rows: torch.Tensor) -> None:
+    def __init__(self, module: DraftHead, lm_rows: torch.Tensor, ids: torch.Tensor | None = None) -> None:
         self.module = module
         self.lean_layers = [HeadProducts(*(PackedProjection(m) for m in (module.fc, module.gate, module.up,
                                                                           module.down)))]
         self.head = PackedProjection(SimpleNamespace(weight=lm_rows, bias=None))  # [.., hidden] -> [.., H]
         self.head_size = lm_rows.shape[0]
+        self.ids = torch.arange(self.head_size) if ids is None else ids.cpu()  # [H]: the token id of each row
         few_rows.half_panels_where_exact(self)  # weights shipped in float16: half the bytes a level reads
 
     def __call__(self, f: torch.Tensor, e: torch.Tensor) -> torch.Tensor:

@@ -57,12 +57,13 @@ class FusedProducts:
 class LeanFusedHead:
     """The fused head's incremental forward (module docstring)."""
 
-    def __init__(self, module: FusedHead, lm_rows: torch.Tensor) -> None:
+    def __init__(self, module: FusedHead, lm_rows: torch.Tensor, ids: torch.Tensor | None = None) -> None:
         self.module, self.config = module, module.config
         self.lean_layers = [FusedProducts(*(PackedProjection(m) for m in (
             module.fuse, module.mix, module.qkv, module.o, module.gate, module.up, module.down)))]
         self.head = PackedProjection(SimpleNamespace(weight=lm_rows, bias=None))  # [.., hidden] -> [.., H]
         self.head_size = lm_rows.shape[0]
+        self.ids = torch.arange(self.head_size) if ids is None else ids.cpu()  # [H]: the token id of each row
         few_rows.half_panels_where_exact(self)  # weights shipped in float16: half the bytes a level reads
         self.taps = self.config.taps
 

@@ -17,7 +17,8 @@ from decoding.models.head.fused_drafter import FusedHeadTreeLM
 from decoding.models.head.graphed_calls import GraphedHeadCalls
 from decoding.models.head.lean import LeanHead
 from decoding.models.head.lean_fused import LeanFusedHead
-from decoding.models.head.weights import draft_lm_rows, load_head
+from decoding.models.head.ranked_ids import IDS, ids_name, ranked_ids
+from decoding.models.head.weights import HEAD_DIR, draft_lm_rows, load_head
 from decoding.models.hub.load import ModelLoadError, resolve_device
 from decoding.models.loaded import cached
 from decoding.models.model_pair import ModelPair, Progress
@@ -51,15 +52,20 @@ class HeadParts:
 
 
 def head_parts(model, device: str) -> HeadParts:
-    """The shipped head (on `device`, cached) and the embedded `model`'s embedding and lm_head rows (scored_ids)."""
+    """The shipped head (on `device`, cached) and the embedded `model`'s embedding and the lm_head rows of the ids
+    it scores (scored_ids, the commonest first: ranked_ids.py)."""
     module = cached((f"draft-head:{embedded.MODEL_NAME}", device, "float32"), lambda: _load_head().to(device))
     embed = model.model.embed_tokens.weight.detach()  # [V, hidden] on `device`, shared read-only
-    size = scored_ids(device, module.config.head_size, model.lm_head.weight.shape[0])
+    vocab = model.lm_head.weight.shape[0]
+    size = scored_ids(device, module.config.head_size, vocab)
+    ranked = _ranked(vocab)
+    ids = ranked[:size]  # [H]
     lean = LeanFusedHead if isinstance(module, FusedHead) else LeanHead
     head = cached((f"lean-draft-head:{embedded.MODEL_NAME}", device, "float32"),
-                  lambda: lean(module, draft_lm_rows(model.lm_head.weight, size)))  # lm_head rows [H, hidden]
+                  lambda: lean(module, draft_lm_rows(model.lm_head.weight, ids), ids))  # lm_head rows [H, hidden]
     kind = "fused draft head" if isinstance(module, FusedHead) else "draft head"
-    name = f"{embedded.MODEL_NAME} {kind} (trained on its features; ids < {size})"
+    about = ids_name(size, vocab, ranked=(HEAD_DIR / IDS).exists())
+    name = f"{embedded.MODEL_NAME} {kind} (trained on its features; {about})"
     graphed = isinstance(head, LeanFusedHead) and str(device).startswith("cuda") and graphs_allowed()
     calls = cached((f"graphed-draft-head:{embedded.MODEL_NAME}", device, "float32"),
                    lambda: GraphedHeadCalls(head)) if graphed else None
@@ -70,8 +76,9 @@ CPU_IDS = 8192  # the most ids the head scores on a CPU, where every drafted lev
 
 
 def scored_ids(device: str, trained: int, vocab: int) -> int:
-    """How many token ids, [0, n), the head scores on `device`: on a GPU all `vocab`, elsewhere the `trained` ones
-    up to CPU_IDS (a head trained on all ids still reads only the rows of the commonest ones on a CPU).
+    """How many token ids n the head scores on `device` (the first n it ranks, ranked_ids.py): on a GPU all
+    `vocab`, elsewhere the `trained` ones up to CPU_IDS (a head trained on all ids still reads only the rows of
+    the commonest ones on a CPU).
 
     The head was trained to score ids below `trained` through the target's lm_head rows, yet its output state
     lives in the target's feature space, so the target's other rows score the rarer ids too: on held-out prompts
@@ -103,5 +110,12 @@ def head_pair(model, codec, scorer, parts: HeadParts, device: str) -> ModelPair:
 def _load_head() -> torch.nn.Module:
     try:
         return load_head()
+    except ValueError as err:
+        raise ModelLoadError(str(err)) from err
+
+
+def _ranked(vocab: int) -> torch.Tensor:
+    try:
+        return ranked_ids(HEAD_DIR, vocab)
     except ValueError as err:
         raise ModelLoadError(str(err)) from err

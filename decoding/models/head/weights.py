@@ -32,7 +32,7 @@ WEIGHTS, CONFIG = "head.safetensors", "head.json"
 class HeadConfig:
     hidden: int = 576  # the target's hidden size
     inner: int = 1536  # the MLP's width
-    head_size: int = 8192  # token ids [0, head_size) the draft scores
+    head_size: int = 8192  # how many token ids the draft scores (the first of ranked_ids.ranked_ids)
     eps: float = 1e-5
 
 
@@ -56,13 +56,16 @@ class DraftHead(nn.Module):
         return self.out_norm(x)  # [.., hidden]: in the space of the target's final-normed features
 
 
-def draft_lm_rows(lm_head_weight: torch.Tensor, size: int) -> torch.Tensor:
-    """The head's output layer: the target's first `size` lm_head rows [size, hidden], rounded to float16 values
+def draft_lm_rows(lm_head_weight: torch.Tensor, ids: torch.Tensor | int) -> torch.Tensor:
+    """The head's output layer: the target's lm_head rows of the token `ids` it scores [H, hidden] (an int n: the
+    first n ids; ranked_ids.py says which ids a head scores), rounded to float16 values
     (a copy, in the weight's dtype). The head's own weights ship in float16; with its output rows float16 values
     too, the native products keep the whole head in float16 panels, half the bytes a drafted level reads
     (few_rows.half_panels_where_exact). q moves by that rounding only (a logit by about 1e-3) and is still the law
     each node's candidates are drawn from: every verifier stays exact."""
-    return lm_head_weight.detach()[:size].to(torch.float16).to(lm_head_weight.dtype)
+    weight = lm_head_weight.detach()
+    rows = weight[:ids] if isinstance(ids, int) else weight[ids.to(weight.device)]  # [H, hidden]
+    return rows.to(torch.float16).to(weight.dtype)
 
 
 def save_head(head: nn.Module, folder: Path, about: dict) -> None:
