@@ -32,6 +32,8 @@ def answer_mass(folders: list[Path], lm_head_weight: torch.Tensor, sources: tupl
         if json.loads((folder / "meta.json").read_text())["source"] not in sources:
             continue
         shard = head_data.read_shard(folder)
+        if not len(shard.answer):
+            continue
         rows = np.concatenate([np.arange(shard.starts[i] + max(int(shard.answer[i]), 1) - 1, shard.starts[i + 1] - 1)
                                for i in range(len(shard.answer))])  # the features that predict answer tokens
         for start in range(0, len(rows), ROWS):

@@ -115,7 +115,11 @@ def evaluate(args) -> int:
     card.setdefault("wall", {})
     card.setdefault("data", {})
     model = embedded.load_target(args.device, log)
-    ranked = ranked_ids(folder, int(model.lm_head.weight.shape[0]))
+    try:
+        ranked = ranked_ids(folder, int(model.lm_head.weight.shape[0]))
+    except ValueError as err:
+        log(f"error: --evaluate: {err}")
+        return 2
     if folder.resolve() == draft_head.HEAD_DIR.resolve():
         log(f"--evaluate: {folder} is the shipped head's folder: its check is printed, the folder left as it is")
         print("\n".join(head_eval.table_lines(held_out_check(args, model, head.eval(), ranked))))
@@ -135,7 +139,11 @@ def rank(args) -> int:
         log(f"error: --rank-ids: no data shards under {args.work}/shards (make them first: train-head --work "
             f"{args.work} --stop-after data)")
         return 2
-    size = draft_head.load_head(folder).config.head_size
+    try:
+        size = draft_head.load_head(folder).config.head_size
+    except ValueError as err:
+        log(f"error: --rank-ids: {err}")
+        return 2
     model = embedded.load_target(args.device, log)
     start = time.time()
     ranked, ranking = head_ids.ranked_from(folders, model.lm_head.weight)
@@ -221,8 +229,8 @@ def eval_pairs(model, head: FusedHead, device: str, ranked: torch.Tensor, ids: i
                           embed, name)
         return head_pair(shipped.target_model, shipped.codec, scorer, parts, device)
 
-    mine = ranked_ids(draft_head.HEAD_DIR, int(weight.shape[0]))
-    old = pair_of(draft_head.load_head().eval(), mine, "shipped fused head") if ids else shipped
+    shipped_order = ranked_ids(draft_head.HEAD_DIR, int(weight.shape[0]))
+    old = pair_of(draft_head.load_head().eval(), shipped_order, "shipped fused head") if ids else shipped
     return {"shipped": old, "new": pair_of(head, ranked, "new fused head")}
 
 

@@ -27,6 +27,7 @@ from decoding.models.head.ranked_ids import IDS, ranked_ids
     (["--eval-ids", "-1"], "--eval-ids must be 0"),
     (["--rank-ids", "/nowhere/head"], "--rank-ids: no saved head in /nowhere/head"),
     (["--rank-ids", str(draft_head.HEAD_DIR), "--evaluate", str(draft_head.HEAD_DIR)], "two runs"),
+    (["--rank-ids", str(draft_head.HEAD_DIR), "--work", "/nowhere/work"], "no data shards under /nowhere/work"),
 ])
 def test_bad_flags_exit_2_with_one_line(argv, says, capsys) -> None:
     assert train_head.main(argv) == 2
@@ -78,6 +79,11 @@ def test_the_fused_pipeline_at_toy_scale_writes_a_candidate_and_its_card(tmp_pat
     for name, tensor in draft_head.load_head(shipped_to).state_dict().items():
         assert torch.equal(tensor, draft_head.load_head(candidate).state_dict()[name]), name
     assert (shipped_to / IDS).read_bytes() == (candidate / IDS).read_bytes()  # its ids ship with it
+    (shipped_to / IDS).write_bytes(b"not a ranking")
+    capsys.readouterr()
+    assert train_head.main(evaluate[:1] + [str(shipped_to)] + evaluate[2:]) == 2  # a clear line, no traceback
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("error: --evaluate: the draft head's id ranking") and "unreadable" in err
     shipped = {f: f.read_bytes() for f in draft_head.HEAD_DIR.iterdir() if f.is_file()}
     capsys.readouterr()
     assert train_head.main(evaluate[:1] + [str(draft_head.HEAD_DIR)] + evaluate[2:]) == 0  # the shipped head's own
