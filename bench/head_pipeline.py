@@ -214,8 +214,7 @@ def eval_pairs(model, head: FusedHead, device: str, ranked: torch.Tensor, ids: i
     """The shipped head's pair and the new head's, on the same loaded target (float32), each head scoring as many
     of its ranked ids (the new head's: `ranked` [V]; ranked_ids.py) as its pair scores on `device`
     (pair.scored_ids), or the first `ids` of them (--eval-ids: a GPU's all ids, checked on a CPU)."""
-    from decoding.models.head.lean_fused import LeanFusedHead
-    from decoding.models.head.pair import HeadParts, head_pair, scored_ids
+    from decoding.models.head.pair import HeadParts, head_pair, lean_head, scored_ids
     from decoding.speed.plan import load_planned
 
     shipped = load_planned("embedded-head", device=device, progress=log)
@@ -225,8 +224,7 @@ def eval_pairs(model, head: FusedHead, device: str, ranked: torch.Tensor, ids: i
 
     def pair_of(module: FusedHead, order: torch.Tensor, name: str):
         scored = order[: ids or scored_ids(device, module.config.head_size, weight.shape[0])]  # [H]
-        parts = HeadParts(LeanFusedHead(module.to(weight.device), draft_head.draft_lm_rows(weight, scored), scored),
-                          embed, name)
+        parts = HeadParts(lean_head(module.to(weight.device), weight, scored), embed, name)
         return head_pair(shipped.target_model, shipped.codec, scorer, parts, device)
 
     shipped_order = ranked_ids(draft_head.HEAD_DIR, int(weight.shape[0]))

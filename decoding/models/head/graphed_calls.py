@@ -89,9 +89,8 @@ class GraphedHeadCalls:
 
     def _every_row(self, slots: HeadSlots, rows: HeadCall) -> tuple[torch.Tensor, torch.Tensor]:
         """The call with q's logits for every row (a graph's outputs have one shape whatever the real rows)."""
-        head = self.head
-        h = head.rows_at(head.state_in(rows), rows.e, rows.positions, slots, rows.write_at, rows.sees)
-        return h, head.logits(h)
+        h = self.head.states(slots, rows)
+        return h, self.head.logits(h)
 
     def _replay(self, slots: HeadSlots, rows: HeadCall, bucket: int) -> tuple[torch.Tensor, torch.Tensor]:
         key = (bucket, rows.from_taps)

@@ -76,8 +76,12 @@ class LeanFusedHead:
         """One call of the head (a step's catch-up, or a drafted level): the rows' output states h [n, hidden] and
         q's logits over the head's ids [m, H] of the rows drafting reads: the last (the root's) of a catch-up, every
         row of a level. The rows' keys and values are written into `slots` at rows.write_at."""
-        h = self.rows_at(self.state_in(rows), rows.e, rows.positions, slots, rows.write_at, rows.sees)
+        h = self.states(slots, rows)
         return h, self.logits(h[-1:] if rows.from_taps else h)
+
+    def states(self, slots: HeadSlots, rows: HeadCall) -> torch.Tensor:
+        """The call's output states h [n, hidden], its keys and values written into `slots` (no logits)."""
+        return self.rows_at(self.state_in(rows), rows.e, rows.positions, slots, rows.write_at, rows.sees)
 
     def state_in(self, rows: HeadCall) -> torch.Tensor:
         """The rows' states g [n, hidden]: given, or for a catch-up fused from the target's taps."""

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import torch
 
@@ -24,6 +26,8 @@ from decoding.models.loaded import cached
 from decoding.models.model_pair import ModelPair, Progress
 from decoding.models.scoring import scoring_target
 from decoding.models.treelm import TreeLM
+
+T = TypeVar("T")
 
 
 def embedded_head_pair(device: str, progress: Progress) -> ModelPair:
@@ -54,15 +58,13 @@ class HeadParts:
 def head_parts(model, device: str) -> HeadParts:
     """The shipped head (on `device`, cached) and the embedded `model`'s embedding and the lm_head rows of the ids
     it scores (scored_ids, the commonest first: ranked_ids.py)."""
-    module = cached((f"draft-head:{embedded.MODEL_NAME}", device, "float32"), lambda: _load_head().to(device))
+    module = cached((f"draft-head:{embedded.MODEL_NAME}", device, "float32"),
+                    lambda: _shipped(load_head).to(device))
     embed = model.model.embed_tokens.weight.detach()  # [V, hidden] on `device`, shared read-only
     vocab = model.lm_head.weight.shape[0]
     size = scored_ids(device, module.config.head_size, vocab)
-    ranked = _ranked(vocab)
-    ids = ranked[:size]  # [H]
-    lean = LeanFusedHead if isinstance(module, FusedHead) else LeanHead
     head = cached((f"lean-draft-head:{embedded.MODEL_NAME}", device, "float32"),
-                  lambda: lean(module, draft_lm_rows(model.lm_head.weight, ids), ids))  # lm_head rows [H, hidden]
+                  lambda: lean_head(module, model.lm_head.weight, _shipped(ranked_ids, HEAD_DIR, vocab)[:size]))
     kind = "fused draft head" if isinstance(module, FusedHead) else "draft head"
     about = ids_name(size, vocab, ranked=(HEAD_DIR / IDS).exists())
     name = f"{embedded.MODEL_NAME} {kind} (trained on its features; {about})"
@@ -70,6 +72,13 @@ def head_parts(model, device: str) -> HeadParts:
     calls = cached((f"graphed-draft-head:{embedded.MODEL_NAME}", device, "float32"),
                    lambda: GraphedHeadCalls(head)) if graphed else None
     return HeadParts(head, embed, name, calls)
+
+
+def lean_head(module: torch.nn.Module, lm_head_weight: torch.Tensor, ids: torch.Tensor) -> LeanHead | LeanFusedHead:
+    """The lean forward of a head `module` (fused or MLP) scoring the token `ids` [H] through the target's lm_head
+    rows of those ids (weights.draft_lm_rows)."""
+    lean = LeanFusedHead if isinstance(module, FusedHead) else LeanHead
+    return lean(module, draft_lm_rows(lm_head_weight, ids), ids)
 
 
 CPU_IDS = 8192  # the most ids the head scores on a CPU, where every drafted level reads their lm_head rows
@@ -107,15 +116,9 @@ def head_pair(model, codec, scorer, parts: HeadParts, device: str) -> ModelPair:
     )
 
 
-def _load_head() -> torch.nn.Module:
+def _shipped(read: Callable[..., T], *args) -> T:
+    """read(*args) of the shipped head's files; a file that is missing or does not fit: ModelLoadError."""
     try:
-        return load_head()
-    except ValueError as err:
-        raise ModelLoadError(str(err)) from err
-
-
-def _ranked(vocab: int) -> torch.Tensor:
-    try:
-        return ranked_ids(HEAD_DIR, vocab)
+        return read(*args)
     except ValueError as err:
         raise ModelLoadError(str(err)) from err
