@@ -53,7 +53,8 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--draft", default=None, help="with --pair custom: draft hub id or folder")
     ap.add_argument("--device", default="cpu", help="cpu, cuda, or auto")
     ap.add_argument("--configs", nargs="+", default=None,
-                    help="verifier:tree[:adaptive] items, e.g. sd:1,1,1,1 sd:1,1,1,1:adaptive rrs_wor:3,2,2, or "
+                    help="verifier:tree[:adaptive|:conf=C] items, e.g. sd:1,1,1,1 sd:1,1,1,1:adaptive "
+                         "sd:1,1,1,1:conf=0.3 (a minimum confidence, DecodeConfig.min_confidence) rrs_wor:3,2,2, or "
                          "'fastest': what decoding.fastest.fastest() chooses for --pair on this machine at each "
                          "temperature (calibrated first; cached) (default: FASTEST and rrs_wor:3,2,2)")
     ap.add_argument("--temperatures", default="0,0.8", help="comma-separated temperatures")
@@ -85,11 +86,22 @@ def parse_configs(items: list[str] | None) -> dict[str, DecodeConfig]:
     for item in items:
         verifier, sep, rest = item.partition(":")
         tree, _, flag = rest.partition(":")
-        if not sep or flag not in ("", "adaptive"):
-            raise ValueError(f"a config is verifier:tree[:adaptive], e.g. sd:1,1,1,1; got {item!r}")
+        if not sep or not (flag in ("", "adaptive") or _floor(flag) is not None):
+            raise ValueError(f"a config is verifier:tree[:adaptive|:conf=C], e.g. sd:1,1,1,1 or sd:1,1,1,1:conf=0.3; "
+                             f"got {item!r}")
         levels = parse_branching(tree, "--configs")
-        out[item] = DecodeConfig(verifier=verifier, branching=levels, adaptive=flag == "adaptive")
+        out[item] = DecodeConfig(verifier=verifier, branching=levels, adaptive=flag == "adaptive",
+                                 min_confidence=_floor(flag) or 0.0)
     return out
+
+
+def _floor(flag: str) -> float | None:
+    """'conf=0.3' -> 0.3 (the config checks the range); None for anything else."""
+    name, _, value = flag.partition("=")
+    try:
+        return float(value) if name == "conf" else None
+    except ValueError:
+        return None
 
 
 def fastest_configs(pair, kind: str, temps: list[float]) -> dict[str, DecodeConfig]:

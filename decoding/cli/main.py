@@ -85,6 +85,10 @@ def _add_generate_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cactus-delta", type=float, default=d.cactus_delta, metavar="D",
                    help=f"--verifier cactus: each candidate's divergence budget delta (default {d.cactus_delta}; "
                    "0 = plain SD; larger accepts more and moves the output further from p)")
+    p.add_argument("--min-confidence", type=float, default=d.min_confidence, metavar="C",
+                   help="a drafted node gets children only where the draft's own probability (at temperature 1) of "
+                   "its path is at least C: deep where the draft is sure, short where it is not (EAGLE-2's dynamic "
+                   "depth; lossless with every lossless verifier); 0 = off, the whole --tree every step")
     p.add_argument("--engine", default=None, metavar="NAME", help=engine_help())
     p.add_argument("--also-pair", default=None, type=built_in_kind, metavar=CHOICES,
                    help="run the same config and seed again with this second built-in pair and say whether the "
@@ -118,7 +122,8 @@ def _flag_config(args: argparse.Namespace) -> DecodeConfig:
     shape = Sequences(args.sequences, args.depth) if args.sequences else Branching(parse_branching(args.tree, "--tree"))
     return DecodeConfig(verifier=args.verifier, shape=shape, temperature=args.temperature, top_k=args.top_k,
                         top_p=args.top_p, seed=args.seed, max_new_tokens=args.max_new_tokens, chat=args.chat,
-                        fuzzy_threshold=args.fuzzy_threshold, cactus_delta=args.cactus_delta)
+                        fuzzy_threshold=args.fuzzy_threshold, cactus_delta=args.cactus_delta,
+                        min_confidence=getattr(args, "min_confidence", 0.0))
 
 
 def run_generate(args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ import torch
 from decoding.compare import crn
 from decoding.compare.forest import Forest, build_forest
 from decoding.models.treelm import TreeLM, with_guess
+from decoding.run.confidence import PathConfidence
 from decoding.run.config import DecodeConfig
 from decoding.verify import laws, sampling
 from decoding.verify.tree import DraftTree
@@ -80,12 +81,14 @@ def draft_forest(draft: TreeLM, root_token: int, config: DecodeConfig, groups: l
     uniforms, f0 = _Uniforms(generator), draft.forwards
     temperature_of = {g: _draft_temperature(g, config.temperature) for g in groups}
     q: dict[float, dict[int, torch.Tensor]] = {t: {} for t in set(temperature_of.values())}
+    sure = PathConfidence(config.min_confidence)  # a node below it stays a leaf in every tree (run/confidence.py)
     for depth in range(config.tree_depth):
         forest = build_forest(trees)
-        level = forest.tree.nodes_at_depth(depth)
-        if not level:  # every node of the last level had no guess
+        level = sure.expanding(forest.tree, forest.tree.nodes_at_depth(depth))
+        if not level:  # every node of the last level had no guess, or was too unsure to go on
             break
         guessing, logits = with_guess(level, draft.logits(forest.tree, level))  # [n, V]: the rest stay leaves
+        sure.learn(forest.tree, guessing, logits)
         for temperature, laws_at in q.items():  # at T = 0 a top-k law ranks by the untempered law
             laws_at.update(zip(guessing, warp(logits, temperature, config.top_k, config.top_p), strict=True))
         for t, group in enumerate(groups):

@@ -97,6 +97,8 @@ class _Settings:
     cactus_delta: float | None = None  # cactus's per-candidate budget delta; None: rules/cactus.DEFAULT_DELTA
     costs: StepCosts | None = None  # this machine's calibrated costs: adaptive decides from them (run/costs.py)
     drafting: bool = True  # False: the target alone, one one-row target forward a step (no draft is asked)
+    min_confidence: float = 0.0  # a drafted node gets children only where the draft's own (T = 1) probability of
+    # its path is at least this (EAGLE-2's dynamic depth, run/confidence.py); 0: every node of the shape
 
     def __post_init__(self) -> None:
         from decoding.verify.registry import lookup  # registry import kept local: config is imported early
@@ -159,6 +161,11 @@ class _Settings:
             raise ValueError(f"max new tokens must be between 1 and {MAX_NEW_TOKENS}, got {self.max_new_tokens}")
         if not 1 <= self.top_n <= MAX_TOP_N:
             raise ValueError(f"top-N must be between 1 and {MAX_TOP_N}, got {self.top_n}")
+        if isinstance(self.min_confidence, bool) or not isinstance(self.min_confidence, int | float) or not (
+                math.isfinite(self.min_confidence) and 0 <= self.min_confidence <= 1):
+            raise ValueError("the minimum confidence is a probability in [0, 1] (0 = off), "
+                             f"got {self.min_confidence!r}")
+        object.__setattr__(self, "min_confidence", float(self.min_confidence))
         if not 0 <= self.seed < 2**63:
             raise ValueError(f"seed must be a non-negative integer below 2^63, got {self.seed}")
 
@@ -243,7 +250,7 @@ class DecodeConfig(_Settings):
         return replace(self, **changes)
 
 
-_WRITTEN_WHEN_SET = {"costs": None, "drafting": True}
+_WRITTEN_WHEN_SET = {"costs": None, "drafting": True, "min_confidence": 0.0}
 
 
 def parse_branching(text: str, field: str = "tree shape") -> tuple[int, ...]:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import torch
 
 from decoding.models.treelm import TreeLM, with_guess
+from decoding.run.confidence import PathConfidence
 from decoding.run.config import DecodeConfig, Sequences
 from decoding.verify import laws, sampling
 from decoding.verify.entry import Verifier
@@ -59,15 +60,18 @@ class Drafted:
 def draft_tree(draft: TreeLM, root_token: int, config: DecodeConfig, entry: Verifier,
                generator: torch.Generator, *, warp: Warp = sampling.warp, keys: NodeKeys | None = None) -> Drafted:
     """Draft a tree rooted at `root_token` (the draft's current root) with config's shape and entry's law.
-    keys: for a keyed law (gumbel), each node draws from its own keyed generator, the one verify reads again."""
+    keys: for a keyed law (gumbel), each node draws from its own keyed generator, the one verify reads again.
+    config.min_confidence: a node below it stays a leaf (run/confidence.py)."""
     tree = DraftTree.root(root_token)
     q: dict[int, torch.Tensor] = {}
+    sure = PathConfidence(config.min_confidence)
     forwards_before = draft.forwards
     for depth in range(config.tree_depth if config.drafting else 0):  # not drafting: the root alone
-        level = tree.nodes_at_depth(depth)
-        if not level:  # every node of the last level had no guess
+        level = sure.expanding(tree, tree.nodes_at_depth(depth))
+        if not level:  # every node of the last level had no guess, or was too unsure to go on
             break
         guessing, logits = with_guess(level, draft.logits(tree, level))  # [n, V]: the others stay leaves
+        sure.learn(tree, guessing, logits)
         temperature = laws.draft_temperature(entry.law, config.temperature)  # 1.0 for top-k at T = 0
         probs = warp(logits, temperature, config.top_k, config.top_p)  # [n, V] float64
         for node, q_node in zip(guessing, probs, strict=True):

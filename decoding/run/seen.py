@@ -60,9 +60,9 @@ def misses(records, depth: int) -> list[tuple[int, float]]:
 
 
 def fixed_depth(config) -> int:
-    """The depth every step of a run drafts to, what no_guess measures against; 0 when it varies (adaptive) or
-    nothing is drafted."""
-    return 0 if config.adaptive or not config.drafting else config.tree_depth
+    """The depth every step of a run drafts to, what no_guess measures against; 0 when it varies (adaptive, a
+    minimum confidence) or nothing is drafted."""
+    return 0 if config.adaptive or config.min_confidence > 0 or not config.drafting else config.tree_depth
 
 
 @dataclass

@@ -92,6 +92,11 @@ def test_paths_and_other_pairs_name_their_methods():
     from decoding.models import pairs
 
     configs = bench_speed.parse_configs(["sd:1,1"])
+    floored = bench_speed.parse_configs(["sd:1,1,1,1:conf=0.3"])["sd:1,1,1,1:conf=0.3"]
+    assert floored.min_confidence == 0.3 and floored.branching == (1, 1, 1, 1)
+    for bad in ("sd:1,1:conf=x", "sd:1,1:fast"):
+        with pytest.raises(ValueError, match="a config is verifier:tree"):
+            bench_speed.parse_configs([bad])
     names = set(bench_speed.methods_of(configs, ("fast",), {"toy": pairs.load_pair("toy")}))
     assert names == {*BASELINES, "specscope fast sd:1,1", "specscope fast sd:1,1 [toy]"}
     with pytest.raises(ValueError, match="--paths takes a comma-separated subset"):

@@ -52,6 +52,7 @@ def _without_times(steps):
         (["--verifier", "nope"], "unknown verifier 'nope'"),
         (["--verifier", "spechub", "--tree", "3,2"], "at most 2 candidates"),
         (["--tree", "3,x"], "--tree must be comma-separated positive integers"),
+        (["--min-confidence", "2"], "the minimum confidence is a probability in [0, 1]"),
     ],
 )
 def test_bad_settings_give_a_clear_error(args, message):
@@ -93,3 +94,15 @@ def test_also_pair_runs_the_same_config_again_and_says_whether_the_texts_match()
     first, second = res.stdout.split("--- toy (same config, same seed) ---\n")
     assert first == second and first.strip()
     assert "the two pairs emitted the same text" in res.stderr and res.stderr.count("[toy | gls | 1 |") == 2
+
+
+def test_a_minimum_confidence_reaches_the_trace(tmp_path):
+    out = tmp_path / "trace.json"
+    res = run_cli("generate", "--pair", "toy", "--prompt", "the cat", "--verifier", "sd", "--tree", "1,1,1,1",
+                  "--min-confidence", "0.2", "--seed", "5", "--max-new-tokens", "12", "--no-chat", "--json", str(out))
+    assert res.returncode == 0, res.stderr
+    loaded = trace_from_json(out.read_text())
+    assert loaded.config["min_confidence"] == 0.2
+    config = DecodeConfig(verifier="sd", branching=(1, 1, 1, 1), seed=5, max_new_tokens=12, chat=False,
+                          min_confidence=0.2)
+    assert loaded.generated_ids == engine.generate(models.load_pair("toy"), config, "the cat").generated_ids

@@ -53,6 +53,17 @@ def test_speculative_greedy_equals_plain_greedy(pair, prompt):
     assert_plain_greedy(pair, ids, got)
 
 
+def test_a_chain_that_stops_where_the_head_is_unsure_is_still_plain_greedy(pair):
+    """DecodeConfig.min_confidence on the real head: the depth varies from step to step, the text does not."""
+    config = DecodeConfig(verifier="sd", branching=(1, 1, 1, 1), temperature=0.0, max_new_tokens=NEW_TOKENS,
+                          min_confidence=0.3)
+    run = engine.generate(pair, config, PROMPTS[2])
+    drafted = {len(step.nodes) - 1 for step in run.steps}
+    assert len(drafted) > 1 and max(drafted) <= 4  # deep where sure, short where not
+    assert len(run.generated_ids) > len(run.steps)
+    assert_plain_greedy(pair, pair.encode_prompt(PROMPTS[2], chat=True), list(run.generated_ids))
+
+
 @pytest.mark.parametrize("scorer", ["transformers", "graphed"])
 def test_the_pair_scored_by_another_forward_drafts_and_decodes_alike(pair, scorer):
     """The paths a GPU runs, on the CPU here: the graphed forward (graphed_target.py, run eagerly with its
