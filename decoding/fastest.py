@@ -60,7 +60,7 @@ def config_for(best: chooser.Prediction, temperature: float, cal: calibrate.Cali
         return DecodeConfig(verifier="sd", shape=Branching((1,)), temperature=temperature, record=False,
                             drafting=False, costs=cal.costs)
     return DecodeConfig(verifier=best.verifier, shape=Branching(best.levels), temperature=temperature,
-                        record=False, costs=cal.costs)
+                        record=False, costs=cal.costs, min_confidence=best.floor)
 
 
 def choose_for(pair, pair_kind: str, temperature: float, *, force: bool = False, progress=None) -> PairChoice:

@@ -129,7 +129,8 @@ def _facts(cal: Calibration, table: chooser.AcceptanceTable, choice: chooser.Cho
                    for p in sorted(ranked, key=lambda p: -p.tokens_per_s))
     run_label = run_predicted = mine = None
     if isinstance(config.shape, Branching) and config.drafting:
-        mine = chooser.predict(config.shape.levels, cal.costs, table, greedy=config.temperature == 0)
+        mine = chooser.predict(config.shape.levels, cal.costs, table, greedy=config.temperature == 0,
+                               floor=config.min_confidence)
         run_label, run_predicted = f"{config.verifier} {config.shape_text()}", mine.tokens_per_s / alone
         shapes = shapes + (speed_view.ShapeRow(f"{run_label} (this run)", mine.tokens_per_step, mine.step_ms,
                                                run_predicted),)

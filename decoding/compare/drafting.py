@@ -17,7 +17,7 @@ import torch
 from decoding.compare import crn
 from decoding.compare.forest import Forest, build_forest
 from decoding.models.treelm import TreeLM, with_guess
-from decoding.run.confidence import PathConfidence
+from decoding.run.confidence import PathConfidence, confidence_temperature
 from decoding.run.config import DecodeConfig
 from decoding.verify import laws, sampling
 from decoding.verify.tree import DraftTree
@@ -88,9 +88,11 @@ def draft_forest(draft: TreeLM, root_token: int, config: DecodeConfig, groups: l
         if not level:  # every node of the last level had no guess, or was too unsure to go on
             break
         guessing, logits = with_guess(level, draft.logits(forest.tree, level))  # [n, V]: the rest stay leaves
-        sure.learn(forest.tree, guessing, logits)
         for temperature, laws_at in q.items():  # at T = 0 a top-k law ranks by the untempered law
             laws_at.update(zip(guessing, warp(logits, temperature, config.top_k, config.top_p), strict=True))
+        if sure.on:
+            sure.learn(forest.tree, guessing, warp(logits, confidence_temperature(config.temperature), config.top_k,
+                                                   config.top_p))
         for t, group in enumerate(groups):
             drawn_from = q[temperature_of[group]]
             for node in trees[t].nodes_at_depth(depth):

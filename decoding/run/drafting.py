@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import torch
 
 from decoding.models.treelm import TreeLM, with_guess
-from decoding.run.confidence import PathConfidence
+from decoding.run.confidence import PathConfidence, confidence_temperature
 from decoding.run.config import DecodeConfig, Sequences
 from decoding.verify import laws, sampling
 from decoding.verify.entry import Verifier
@@ -71,9 +71,12 @@ def draft_tree(draft: TreeLM, root_token: int, config: DecodeConfig, entry: Veri
         if not level:  # every node of the last level had no guess, or was too unsure to go on
             break
         guessing, logits = with_guess(level, draft.logits(tree, level))  # [n, V]: the others stay leaves
-        sure.learn(tree, guessing, logits)
         temperature = laws.draft_temperature(entry.law, config.temperature)  # 1.0 for top-k at T = 0
         probs = warp(logits, temperature, config.top_k, config.top_p)  # [n, V] float64
+        if sure.on:
+            sure_t = confidence_temperature(config.temperature)
+            sure.learn(tree, guessing, probs if sure_t == temperature else
+                       warp(logits, sure_t, config.top_k, config.top_p))
         for node, q_node in zip(guessing, probs, strict=True):
             q[node] = q_node
             node_generator = keys.generator(tree, node) if keys is not None and entry.law.keyed else generator

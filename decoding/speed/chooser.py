@@ -21,6 +21,13 @@ model, and its extra gain, a few %, is within the model's error: on one AMD EPYC
 predicted 2 % above sd 1,1, ran 3-8 % below it in 14 of 16 runs on held-out prompts (docs/speed.md, "Rows made
 cheap").
 Chains use `sd`, trees `rrs_wor` (lossless; k = 1 is sd), so the answer is always a lossless DecodeConfig.
+Chains that stop where the draft is unsure (DecodeConfig.min_confidence, run/confidence.py) are candidates too,
+when the table holds the measured chain steps (`AcceptanceTable.chain`: each step's accepted count k and its
+drafted nodes' path confidences). With floor c and up to D levels, a step drafts L = 1 + the number of leading
+nodes whose confidence reaches c (at most D) and emits 1 + min(k, L) tokens of the measured run. The prediction
+(`dynamic`) takes those steps' mean cost step_ms(L), and their mean tokens relative to the same steps cut at D
+(1 + min(k, D)), times E(1,...,1) of depth D: the ratio cancels the luck of the measured coins. Floors are tried
+on the grid FLOORS; a chain with a floor counts as its full depth among the shapes near the fastest.
 At T = 0 (greedy) trees use `pointmass` on the draft's top-k (EAGLE-2's greedy tree): p is one-hot, so a level of
 k candidates accepts exactly when the target's argmax is among the draft's k best tokens, and A(k, d) is that
 rate (the draft ranks by its untempered law, laws.draft_temperature); i.i.d. or without-replacement draws from
@@ -36,6 +43,8 @@ from decoding.run.config import MAX_NODES, Branching
 from decoding.run.costs import StepCosts
 
 MARGIN = 1.05  # a shape is chosen only when predicted at least this much faster than the target alone
+FLOORS = tuple(round(0.1 * i, 1) for i in range(1, 10))  # the minimum confidences a chain is predicted with
+ChainStep = tuple[int, tuple[float, ...]]  # (drafted tokens accepted, each drafted node's path confidence)
 
 
 @dataclass(frozen=True)
@@ -45,6 +54,7 @@ class AcceptanceTable:
 
     rates: dict[int, tuple[float, ...]]
     nodes: int = 0  # p/q rows it was measured on (the view says how much evidence there is)
+    chain: tuple[ChainStep, ...] = ()  # the measured chain steps (module docstring); () when not measured
 
     def __post_init__(self) -> None:
         if 1 not in self.rates or any(not v for v in self.rates.values()):
@@ -63,12 +73,16 @@ class AcceptanceTable:
         return by_depth[min(depth, len(by_depth)) - 1]
 
     def to_dict(self) -> dict:
-        return {"rates": {str(k): list(v) for k, v in sorted(self.rates.items())}, "nodes": self.nodes}
+        out = {"rates": {str(k): list(v) for k, v in sorted(self.rates.items())}, "nodes": self.nodes}
+        if self.chain:
+            out["chain"] = [[k, [round(c, 4) for c in sure]] for k, sure in self.chain]
+        return out
 
     @staticmethod
     def from_dict(d: dict) -> AcceptanceTable:
+        chain = tuple((int(k), tuple(float(c) for c in sure)) for k, sure in d.get("chain", ()))
         return AcceptanceTable({int(k): tuple(float(a) for a in v) for k, v in d["rates"].items()},
-                               int(d.get("nodes", 0)))
+                               int(d.get("nodes", 0)), chain)
 
 
 def expected_tokens(levels: tuple[int, ...], table: AcceptanceTable) -> float:
@@ -92,6 +106,7 @@ class Prediction:
     tokens_per_step: float
     step_ms: float
     greedy: bool = False  # T = 0: a tree is the draft's top-k, verified by pointmass
+    floor: float = 0.0  # a chain's minimum confidence (0: every level, every step)
 
     @property
     def verifier(self) -> str:
@@ -102,7 +117,10 @@ class Prediction:
         return 1000.0 * self.tokens_per_step / self.step_ms
 
     def label(self) -> str:
-        return "target alone" if not self.levels else f"{self.verifier} {','.join(map(str, self.levels))}"
+        if not self.levels:
+            return "target alone"
+        shape = f"{self.verifier} {','.join(map(str, self.levels))}"
+        return f"{shape}, min confidence {self.floor:g}" if self.floor else shape
 
 
 @dataclass(frozen=True)
@@ -136,10 +154,36 @@ def shapes(max_depth: int = 8, widths: tuple[int, ...] = (1, 2, 3), max_nodes: i
             if Branching(levels).max_nodes <= max_nodes]
 
 
-def predict(levels: tuple[int, ...], costs: StepCosts, table: AcceptanceTable, greedy: bool = False) -> Prediction:
+def predict(levels: tuple[int, ...], costs: StepCosts, table: AcceptanceTable, greedy: bool = False,
+            floor: float = 0.0) -> Prediction:
+    """A shape's prediction; with a floor, a chain's (`dynamic`), when the table holds chain steps."""
     if not levels:
         return Prediction((), 1.0, costs.alone_ms(), greedy)
+    if floor > 0 and table.chain and set(levels) == {1}:
+        return dynamic(len(levels), floor, costs, table, greedy)
     return Prediction(levels, expected_tokens(levels, table), costs.step_ms(levels), greedy)
+
+
+def dynamic(depth: int, floor: float, costs: StepCosts, table: AcceptanceTable, greedy: bool = False) -> Prediction:
+    """A chain of up to `depth` levels with minimum confidence `floor`, from the table's chain steps (module
+    docstring)."""
+    cut = [(k, drafted_levels(sure, depth, floor)) for k, sure in table.chain if sure]
+    if not cut:  # no measured step drafted anything: nothing to cut
+        return predict((1,) * depth, costs, table, greedy)
+    full = sum(1 + min(k, depth) for k, _ in cut)
+    tokens = sum(1 + min(k, n) for k, n in cut)
+    ms = sum(costs.step_ms((1,) * n) for _, n in cut) / len(cut)
+    levels = (1,) * depth
+    return Prediction(levels, expected_tokens(levels, table) * tokens / full, ms, greedy, floor)
+
+
+def drafted_levels(sure: tuple[float, ...], depth: int, floor: float) -> int:
+    """The levels a step drafts: the first always, one more under each leading node sure enough, at most
+    `depth` (and no more than the measured chain's nodes)."""
+    levels = 1
+    while levels < min(depth, len(sure)) and sure[levels - 1] >= floor:
+        levels += 1
+    return levels
 
 
 def choose(costs: StepCosts, table: AcceptanceTable, *, max_depth: int = 8, max_nodes: int = 64,
@@ -149,8 +193,10 @@ def choose(costs: StepCosts, table: AcceptanceTable, *, max_depth: int = 8, max_
     greedy: T = 0, trees of the draft's top-k (pointmass; the table's A(k) must be top-k rates, acceptance.py).
     chains_only: widths of 1 only."""
     widths = (1,) if chains_only else table.widths
-    ranked = sorted((predict(s, costs, table, greedy) for s in shapes(max_depth, widths, max_nodes)),
-                    key=lambda p: (-p.tokens_per_s, len(p.levels)))
+    candidates = [predict(s, costs, table, greedy) for s in shapes(max_depth, widths, max_nodes)]
+    deepest = min(max_depth, max((len(sure) for _, sure in table.chain), default=0))
+    candidates += [dynamic(d, c, costs, table, greedy) for d in range(2, deepest + 1) for c in FLOORS]
+    ranked = sorted(candidates, key=lambda p: (-p.tokens_per_s, len(p.levels), p.floor))
     alone = predict((), costs, table, greedy)
     best = smallest_near(ranked) if ranked and ranked[0].tokens_per_s >= MARGIN * alone.tokens_per_s else alone
     return Choice(best, alone, tuple(ranked))
@@ -161,4 +207,4 @@ def smallest_near(ranked: list[Prediction]) -> Prediction:
     then the fewest levels, then the fastest (the module docstring: a gain within the model's error is a coin
     flip, and a smaller shape has less to be wrong about)."""
     near = [p for p in ranked if MARGIN * p.tokens_per_s >= ranked[0].tokens_per_s]
-    return min(near, key=lambda p: (Branching(p.levels).max_nodes, len(p.levels), -p.tokens_per_s))
+    return min(near, key=lambda p: (Branching(p.levels).max_nodes, len(p.levels), p.floor > 0, -p.tokens_per_s))

@@ -17,16 +17,18 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from decoding.models.embedded import model as embedded
 from decoding.run import engine
 from decoding.run.config import Branching, DecodeConfig
 from decoding.run.seen import misses
-from decoding.speed import acceptance, machine
+from decoding.speed import acceptance, chooser, machine
 from decoding.speed.chooser import AcceptanceTable
 
-ACCEPTANCE_VERSION = 3  # 2: widths 1-4; T = 0: the draft's top-k (pointmass chains); 3: a level with no guess: 0
+ACCEPTANCE_VERSION = 4  # 2: widths 1-4; T = 0: the draft's top-k (pointmass chains); 3: a level with no guess: 0;
+# 4: each chain step's accepted count and path confidences (chooser.dynamic: chains with a minimum confidence)
 NEW_TOKENS, DEPTH = 32, 4  # chains of 4 over 32 tokens per prompt: an answer's opening is easier than its body
 TEMPERATURES = (0.0, 0.8)
 SHIPPED = Path(__file__).resolve().parents[2] / "assets" / "speed" / "acceptance.json"
@@ -85,13 +87,27 @@ def measure(pair, prompts: tuple[str, ...]) -> tuple[dict[float, AcceptanceTable
     for temperature in TEMPERATURES:
         rows: list[acceptance.Row] = []
         missed: list[tuple[int, float]] = []  # levels a step reached with no guess (prompt lookup): acceptance 0
+        steps: list[chooser.ChainStep] = []
         for prompt in prompts:
             timed, got = run_steps(pair, chain(temperature), prompt)
             runs.append(timed)
             rows += got
             missed += misses([record for _, record in timed], DEPTH)
-        tables[temperature] = acceptance.table_from_rows(rows, WIDTHS, missed, greedy=temperature == 0)
+            steps += [chain_step(record) for _, record in timed]
+        table = acceptance.table_from_rows(rows, WIDTHS, missed, greedy=temperature == 0)
+        tables[temperature] = replace(table, chain=tuple(steps))
     return tables, runs
+
+
+def chain_step(record) -> chooser.ChainStep:
+    """A chain step's (drafted tokens accepted, each drafted node's path confidence, the root's child first): the
+    product of q(token) down the chain, q as drafted (at T = 0 pointmass's untempered law: run/confidence.py)."""
+    sure, confidence, node = [], 1.0, record.nodes[0] if record.nodes else None
+    while node is not None and node.draws:
+        node = record.nodes[node.draws[0]]
+        confidence *= node.q_token
+        sure.append(round(confidence, 4))  # as the JSON keeps it (chooser.AcceptanceTable.to_dict)
+    return len(record.accepted_path) - 1, tuple(sure)
 
 
 def key_and_prompts(pair, pair_kind: str, calibration_prompts: tuple[str, ...]) -> tuple[dict, tuple[str, ...]]:

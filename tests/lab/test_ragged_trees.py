@@ -97,7 +97,7 @@ FLOOR = 0.3  # the minimum confidence of these checks: it stops some paths of th
 
 
 def _sure(language, floor: float = FLOOR) -> PathConfidence:
-    """The engine's rule on a tiny language: q's probability of each path (q is the draft's law at T = 1)."""
+    """The engine's rule on a tiny language: q's probability of each path (q: the law the draft draws from)."""
     sure = PathConfidence(floor)
     sure.law = _Laws(language)
     return sure

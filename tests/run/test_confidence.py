@@ -22,19 +22,24 @@ from decoding.verify.sampling import make_generator
 CONTEXT = [1, 2]  # " the cat"
 
 
-def _confidence(tree, node: int) -> float:
-    """q1 of each token along the node's path, recomputed from a fresh toy draft (no floor involved)."""
+def _confidence(tree, node: int, temperature: float = 0.8) -> float:
+    """q of each token along the node's path at the run's temperature (1 at T = 0), recomputed from a fresh toy
+    draft (no floor involved)."""
     draft = toy.draft_session()
     draft.start(list(CONTEXT))
-    q1 = torch.softmax(score_tree(draft, tree).double(), dim=-1)  # [N, V]
+    q = torch.softmax(score_tree(draft, tree).double() / (temperature or 1.0), dim=-1)  # [N, V]
     path = tree.path(node)
-    return math.prod(float(q1[parent, tree.tokens[child]]) for parent, child in zip(path, path[1:], strict=False))
+    return math.prod(float(q[parent, tree.tokens[child]]) for parent, child in zip(path, path[1:], strict=False))
 
 
-@pytest.mark.parametrize(("verifier", "levels"), [("sd", (1, 1, 1, 1)), ("rrs_wor", (2, 2, 1))])
-@pytest.mark.parametrize("floor", [0.05, 0.2])
-def test_a_node_gets_children_exactly_where_its_path_is_sure_enough(verifier, levels, floor):
-    config = DecodeConfig(verifier=verifier, branching=levels, temperature=0.8, min_confidence=floor)
+@pytest.mark.parametrize(("verifier", "levels", "temperature"),
+                         [("sd", (1, 1, 1, 1), 0.8), ("rrs_wor", (2, 2, 1), 0.8), ("sd", (1, 1, 1, 1), 0.0),
+                          ("pointmass", (2, 1, 1), 0.0)])
+@pytest.mark.parametrize("floor", [0.2, 0.3])
+def test_a_node_gets_children_exactly_where_its_path_is_sure_enough(verifier, levels, temperature, floor):
+    """At T = 0.8 the confidence multiplies the drafted q; at T = 0, where sd's q is one-hot, the draft's law at
+    temperature 1 (a ranked law's q there already)."""
+    config = DecodeConfig(verifier=verifier, branching=levels, temperature=temperature, min_confidence=floor)
     went_deep = stopped = 0
     for seed in range(12):
         draft = toy.draft_session()
@@ -44,8 +49,8 @@ def test_a_node_gets_children_exactly_where_its_path_is_sure_enough(verifier, le
         for node in range(1, len(tree)):
             if tree.depths[node] == len(levels):
                 continue  # the shape's last level: leaves whatever their confidence
-            sure = _confidence(tree, node) >= floor
-            assert sure == (not tree.is_leaf(node)), (seed, node, _confidence(tree, node))
+            sure = _confidence(tree, node, temperature) >= floor
+            assert sure == (not tree.is_leaf(node)), (seed, node, _confidence(tree, node, temperature))
             went_deep, stopped = went_deep + sure, stopped + (not sure)
         assert drafted.forwards == draft.forwards == len({tree.depths[n] for n in drafted.q})  # a level a forward
         assert set(drafted.q) == {n for n in range(len(tree)) if not tree.is_leaf(n)}  # leaves cost no q row
