@@ -13,7 +13,7 @@ A user can pick the shape from it; a teacher can show why a CPU and a GPU disagr
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
@@ -99,6 +99,7 @@ def facts_of(session: Session, runs: RunCache | None, force: bool,
         ratios[2] = seen.ratio()  # the run's own A(2) / A(1), sampled on the shown steps
     from_run = bool(rows or known)
     table = acceptance.table_from_rows(rows, widths, known, ratios, greedy) if from_run else fallback
+    table = replace(table, chain=fallback.chain)  # a floor's effect as the calibration's chain steps measured it
     choice = chooser.choose(cal.costs, table, greedy=greedy)
     return _facts(cal, table, choice, session, config, from_run)
 

@@ -74,13 +74,13 @@ class AcceptanceTable:
 
     def to_dict(self) -> dict:
         out = {"rates": {str(k): list(v) for k, v in sorted(self.rates.items())}, "nodes": self.nodes}
-        if self.chain:
-            out["chain"] = [[k, [round(c, 4) for c in sure]] for k, sure in self.chain]
+        if self.chain:  # a step as one list: k, then the confidences
+            out["chain"] = [[k, *(round(c, 4) for c in sure)] for k, sure in self.chain]
         return out
 
     @staticmethod
     def from_dict(d: dict) -> AcceptanceTable:
-        chain = tuple((int(k), tuple(float(c) for c in sure)) for k, sure in d.get("chain", ()))
+        chain = tuple((int(step[0]), tuple(float(c) for c in step[1:])) for step in d.get("chain", ()))
         return AcceptanceTable({int(k): tuple(float(a) for a in v) for k, v in d["rates"].items()},
                                int(d.get("nodes", 0)), chain)
 

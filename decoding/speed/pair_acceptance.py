@@ -16,6 +16,7 @@ also lets the acceptance rest on more text than a calibration could afford to ru
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -160,8 +161,17 @@ def ship(key: dict, tables: dict[float, AcceptanceTable], path: Path = SHIPPED) 
                       "decoding/speed/pair_acceptance.py; remeasure with python -m bench calibrate --pair KIND "
                       "--ship-acceptance")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(whole, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    path.write_text(readable_json(whole, sort_keys=True) + "\n", encoding="utf-8")
     return path
+
+
+def readable_json(value, sort_keys: bool = False) -> str:
+    """JSON indented by one, each list of plain numbers on one line (a chain step, a row of rates)."""
+    text = json.dumps(value, indent=1, sort_keys=sort_keys)
+    return NUMBERS.sub(lambda m: "[" + ", ".join(m.group(1).split()).replace(",,", ",") + "]", text)
+
+
+NUMBERS = re.compile(r"\[\s*((?:-?[0-9.e+-]+,?\s*)+)\]")  # a list holding numbers only
 
 
 def cache_path(key: dict, root: Path | None = None) -> Path:
@@ -177,7 +187,7 @@ def cached(key: dict, root: Path | None = None) -> dict[float, AcceptanceTable] 
 
 
 def save(key: dict, tables: dict[float, AcceptanceTable], root: Path | None = None) -> Path:
-    text = json.dumps({"key": key, "acceptance": tables_to_dict(tables)}, indent=1)
+    text = readable_json({"key": key, "acceptance": tables_to_dict(tables)})
     return machine.write_atomic(cache_path(key, root), text)
 
 
