@@ -12,8 +12,9 @@ few-row verify can cost twice as much and the same config lose to plain decoding
 of one target forward on a CPU"). Hence `fastest(pair_kind=None)`: it calibrates the pair on the machine at
 hand (once; cached per machine, decoding/speed/calibrate.py), predicts every draft shape's tokens per second
 from those costs and the pair's exact acceptance (decoding/speed/chooser.py), and returns the fastest, or
-the target alone (`drafting=False`) when no shape is predicted 5 % faster (chooser.MARGIN). FASTEST stays
-the default without calibration.
+the target alone (`drafting=False`) when no shape is predicted 5 % faster (chooser.MARGIN). A chain may come with a
+minimum confidence (`DecodeConfig.min_confidence`: it drafts deep only where the draft is sure, chooser.dynamic).
+FASTEST stays the default without calibration.
 """
 
 from __future__ import annotations

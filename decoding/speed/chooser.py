@@ -27,7 +27,8 @@ drafted nodes' path confidences). With floor c and up to D levels, a step drafts
 nodes whose confidence reaches c (at most D) and emits 1 + min(k, L) tokens of the measured run. The prediction
 (`dynamic`) takes those steps' mean cost step_ms(L), and their mean tokens relative to the same steps cut at D
 (1 + min(k, D)), times E(1,...,1) of depth D: the ratio cancels the luck of the measured coins. Floors are tried
-on the grid FLOORS; a chain with a floor counts as its full depth among the shapes near the fastest.
+on the grid FLOORS and each depth keeps its best; a chain with a floor counts as its full depth among the shapes
+near the fastest.
 At T = 0 (greedy) trees use `pointmass` on the draft's top-k (EAGLE-2's greedy tree): p is one-hot, so a level of
 k candidates accepts exactly when the target's argmax is among the draft's k best tokens, and A(k, d) is that
 rate (the draft ranks by its untempered law, laws.draft_temperature); i.i.d. or without-replacement draws from
@@ -195,7 +196,8 @@ def choose(costs: StepCosts, table: AcceptanceTable, *, max_depth: int = 8, max_
     widths = (1,) if chains_only else table.widths
     candidates = [predict(s, costs, table, greedy) for s in shapes(max_depth, widths, max_nodes)]
     deepest = min(max_depth, max((len(sure) for _, sure in table.chain), default=0))
-    candidates += [dynamic(d, c, costs, table, greedy) for d in range(2, deepest + 1) for c in FLOORS]
+    candidates += [max((dynamic(d, c, costs, table, greedy) for c in FLOORS), key=lambda p: p.tokens_per_s)
+                   for d in range(2, deepest + 1)]  # each depth's best floor (the others fill the ranking alike)
     ranked = sorted(candidates, key=lambda p: (-p.tokens_per_s, len(p.levels), p.floor))
     alone = predict((), costs, table, greedy)
     best = smallest_near(ranked) if ranked and ranked[0].tokens_per_s >= MARGIN * alone.tokens_per_s else alone

@@ -45,6 +45,8 @@ def test_the_view_explains_a_live_run(session_and_runs):
     cal = calibrate.load_cached(calibrate.machine.machine_key("toy", "cpu"), None)
     assert cal is not None  # calibrated once, into this test's cache
     table = acceptance.table_from_rows(rows, (1, 2), known, {2: seen.ratio()})
+    # with the calibration's chain steps: a floor's effect as they measured it (chooser.dynamic)
+    table = replace(table, chain=cal.table(session.run.config["temperature"]).chain)
     assert f"Acceptance from {len(rows) + len(known)} visited nodes" in text
     best = chooser.choose(cal.costs, table)
     assert best.why() in text  # the verdict shown is the chooser's on this run's exact acceptance

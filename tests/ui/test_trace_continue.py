@@ -106,10 +106,12 @@ DEAR_DRAFT = StepCosts(target=((1, 20.0), (2, 40.0), (9, 180.0)), draft=((1, 15.
 
 @pytest.mark.parametrize("config", [CHAIN.with_(costs=DEAR_DRAFT),
                                     DecodeConfig(verifier="sd", branching=(1,), drafting=False, chat=False,
-                                                 temperature=1.0, max_new_tokens=40, seed=8)],
-                         ids=["adaptive-with-costs", "not-drafting"])
+                                                 temperature=1.0, max_new_tokens=40, seed=8),
+                                    CHAIN.with_(adaptive=False, min_confidence=0.2, seed=5)],
+                         ids=["adaptive-with-costs", "not-drafting", "min-confidence"])
 def test_a_cli_trace_continues_with_its_recorded_costs_and_drafting(config, tmp_path) -> None:
-    """What the page's controls do not hold (costs, drafting, adaptive, chat) is taken from the trace."""
+    """What the page's controls do not hold (costs, drafting, adaptive, min_confidence, chat) is taken from the
+    trace."""
     k, n = 3, 4
     pair = models.load_pair("toy")
     whole = engine.start(pair, config, "the cat", lazy_theory=True)
