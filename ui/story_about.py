@@ -32,4 +32,6 @@ def about(key: str, trace: Trace | None) -> About:
     temperature = float(config.get("temperature", 1.0))
     untempered = entry is not None and laws.draft_temperature(entry.law, temperature) != temperature
     widths = () if config.get("sequences") else tuple(int(w) for w in config.get("branching") or ())
-    return About(lossless=lossless, lossy_why=why, draft_kind=kind, untempered=untempered, widths=widths)
+    floor = float(config.get("min_confidence") or 0.0)
+    return About(lossless=lossless, lossy_why=why, draft_kind=kind, untempered=untempered, widths=widths,
+                 floor=floor)

@@ -35,6 +35,7 @@ class About:
     draft_kind: str = ""  # the pair kind ("lookup" drafts nothing without an n-gram match)
     untempered: bool = False  # a top-k law at T = 0: q is the draft's untempered law (laws.draft_temperature)
     widths: tuple[int, ...] = ()  # the shape's candidates per level (Branching); () when unknown or sequences
+    floor: float = 0.0  # the run's minimum confidence (a node gets children only where its path's q reaches it)
 
 
 def num(x: float | None) -> str:
@@ -63,7 +64,17 @@ def draft(step: StepRecord, about: About) -> str:
     ranked = (" At temperature 0 the draft's tempered law would be one-hot, with no runner-up to rank, so q here "
               "is its untempered law and each node's candidates are its top tokens." if about.untempered else "")
     return (f"The draft q proposed {plural(drafted, 'token')} after {root}: {root_k} at the root, "
-            f"a tree {plural(depth, 'level')} deep, drawn with the {step.law} law.{ranked}{_narrowed(step, about)}")
+            f"a tree {plural(depth, 'level')} deep, drawn with the {step.law} law.{ranked}{_narrowed(step, about)}"
+            f"{_stopped(depth, about)}")
+
+
+def _stopped(depth: int, about: About) -> str:
+    """A sentence when the run drafts under a minimum confidence and this tree stopped above its shape's depth."""
+    if not about.floor or not about.widths or depth >= len(about.widths):
+        return ""
+    return (f" It stopped at depth {depth} of {len(about.widths)}: a node gets children only where q's probability "
+            f"of its path (the product of q down it) is at least {about.floor:g}, the run's minimum confidence, and "
+            f"no node at depth {depth} had that.")
 
 
 def _narrowed(step: StepRecord, about: About) -> str:

@@ -155,8 +155,9 @@ def run_generate(args: argparse.Namespace) -> int:
 def _print_summary(config: DecodeConfig, s, kind: str | None) -> None:
     """The run's one-line summary on stderr; `kind` names the pair when two pairs ran."""
     pair = f"{kind} | " if kind else ""
+    floor = f", min confidence {config.min_confidence:g}" if config.min_confidence else ""
     print(
-        f"[{pair}{config.verifier} | {config.shape_text()} | T={config.temperature}] {s.new_tokens} tokens in "
+        f"[{pair}{config.verifier} | {config.shape_text()}{floor} | T={config.temperature}] {s.new_tokens} tokens in "
         f"{s.steps} steps, {s.target_forwards} target forwards ({s.tokens_per_forward:.2f} tokens/forward), "
         f"{s.seconds:.2f} s, stop: {s.stop_reason}",
         file=sys.stderr,

@@ -101,6 +101,7 @@ def test_a_minimum_confidence_reaches_the_trace(tmp_path):
     res = run_cli("generate", "--pair", "toy", "--prompt", "the cat", "--verifier", "sd", "--tree", "1,1,1,1",
                   "--min-confidence", "0.2", "--seed", "5", "--max-new-tokens", "12", "--no-chat", "--json", str(out))
     assert res.returncode == 0, res.stderr
+    assert "| 1,1,1,1, min confidence 0.2 |" in res.stderr  # the summary line names the floor
     loaded = trace_from_json(out.read_text())
     assert loaded.config["min_confidence"] == 0.2
     config = DecodeConfig(verifier="sd", branching=(1, 1, 1, 1), seed=5, max_new_tokens=12, chat=False,

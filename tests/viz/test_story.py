@@ -266,3 +266,21 @@ def test_an_imported_trace_tells_the_same_story():
     imported = trace_from_json(trace_to_json(original))
     for before, after in zip(original.steps, imported.steps, strict=True):
         assert story_events(after) == story_events(before) and step_paragraph(after) == step_paragraph(before)
+
+
+def test_a_chain_that_stopped_at_its_minimum_confidence_says_so():
+    step = block_step()  # a chain 2 levels deep
+    floor = About(widths=(1, 1, 1, 1), floor=0.3)
+    text = story_events(step, floor)[0].text
+    assert "stopped at depth 2 of 4" in text and "at least 0.3, the run's minimum confidence" in text
+    assert "stopped" not in story_events(step, About(widths=(1, 1, 1, 1)))[0].text  # no floor: nothing to say
+    assert "stopped" not in story_events(step, replace(floor, widths=(1, 1)))[0].text  # the shape's whole depth
+
+
+def test_the_story_reads_the_minimum_confidence_from_the_trace():
+    from tests.fixtures_records import trace
+    from ui.story_about import about
+
+    base = trace()
+    assert about("sd", base).floor == 0.0
+    assert about("sd", replace(base, config={**base.config, "min_confidence": 0.25})).floor == 0.25
