@@ -86,9 +86,10 @@ def _add_generate_flags(p: argparse.ArgumentParser) -> None:
                    help=f"--verifier cactus: each candidate's divergence budget delta (default {d.cactus_delta}; "
                    "0 = plain SD; larger accepts more and moves the output further from p)")
     p.add_argument("--min-confidence", type=float, default=d.min_confidence, metavar="C",
-                   help="a drafted node gets children only where the draft's own probability (at temperature 1) of "
-                   "its path is at least C: deep where the draft is sure, short where it is not (EAGLE-2's dynamic "
-                   "depth; lossless with every lossless verifier); 0 = off, the whole --tree every step")
+                   help="a drafted node gets children only where the draft's own probability of its path (the "
+                   "product of q down it; at temperature 0 the draft's untempered q) is at least C: deep where the "
+                   "draft is sure, short where it is not (EAGLE-2's dynamic depth; lossless with every lossless "
+                   "verifier); 0 = off, the whole --tree every step")
     p.add_argument("--engine", default=None, metavar="NAME", help=engine_help())
     p.add_argument("--also-pair", default=None, type=built_in_kind, metavar=CHOICES,
                    help="run the same config and seed again with this second built-in pair and say whether the "

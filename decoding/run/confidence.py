@@ -51,7 +51,7 @@ class PathConfidence:
             self.law[path_tokens(tree, node)] = row
 
     def of(self, path: Path) -> float:
-        """The confidence of a drafted path: its parent's times q1 at the parent of its last token."""
+        """The confidence of a drafted path: its parent path's, times the parent's law at the path's last token."""
         if path not in self.confidence:
             parent = path[:-1]
             self.confidence[path] = self.of(parent) * float(self.law[parent][path[-1]])

@@ -97,8 +97,8 @@ class _Settings:
     cactus_delta: float | None = None  # cactus's per-candidate budget delta; None: rules/cactus.DEFAULT_DELTA
     costs: StepCosts | None = None  # this machine's calibrated costs: adaptive decides from them (run/costs.py)
     drafting: bool = True  # False: the target alone, one one-row target forward a step (no draft is asked)
-    min_confidence: float = 0.0  # a drafted node gets children only where the draft's own (T = 1) probability of
-    # its path is at least this (EAGLE-2's dynamic depth, run/confidence.py); 0: every node of the shape
+    min_confidence: float = 0.0  # a drafted node gets children only where the draft's own probability of its
+    # path is at least this (EAGLE-2's dynamic depth, run/confidence.py); 0: every node of the shape
 
     def __post_init__(self) -> None:
         from decoding.verify.registry import lookup  # registry import kept local: config is imported early

@@ -169,7 +169,7 @@ def dynamic(depth: int, floor: float, costs: StepCosts, table: AcceptanceTable, 
     """A chain of up to `depth` levels with minimum confidence `floor`, from the table's chain steps (module
     docstring)."""
     cut = [(k, drafted_levels(sure, depth, floor)) for k, sure in table.chain if sure]
-    if not cut:  # no measured step drafted anything: nothing to cut
+    if not cut or depth > max(len(sure) for _, sure in table.chain):  # nothing measured to cut, or not so deep
         return predict((1,) * depth, costs, table, greedy)
     full = sum(1 + min(k, depth) for k, _ in cut)
     tokens = sum(1 + min(k, n) for k, n in cut)

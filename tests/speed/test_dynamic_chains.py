@@ -73,3 +73,10 @@ def test_a_chain_step_is_the_records_accepted_count_and_confidences():
         for depth in range(1, len(chain_nodes) + 1):
             expected = math.prod(n.q_token for n in chain_nodes[:depth])
             assert sure[depth - 1] == pytest.approx(expected, abs=1e-4)
+
+
+def test_a_chain_deeper_than_the_measured_steps_is_predicted_without_its_floor():
+    table = AcceptanceTable({1: (0.5,) * 4}, chain=tuple((k, (0.9, 0.1, 0.01, 0.001)) for k in GEOMETRIC))
+    deep = predict((1,) * 6, COSTS, table, floor=0.3)
+    assert deep == predict((1,) * 6, COSTS, table) and deep.floor == 0.0  # nothing measured past depth 4 to cut
+    assert predict((1,) * 4, COSTS, table, floor=0.3).floor == 0.3
