@@ -85,3 +85,25 @@ def test_the_toy_draft_differs_from_the_target(pair):
     q = torch.softmax(toy.toy_draft_logits(context).double(), -1)
     tv = 0.5 * float((p - q).abs().sum())
     assert 0.1 < tv < 0.6
+
+
+FLOORED = {  # trees that stop where the draft is unsure of its path (DecodeConfig.min_confidence)
+    "sd": dict(branching=(1, 1, 1), min_confidence=0.2),
+    "rrs_wor": dict(branching=(2, 2), min_confidence=0.15),
+    "spectr": dict(sequences=3, depth=2, min_confidence=0.2),
+}
+
+
+@pytest.mark.parametrize("key", sorted(FLOORED))
+def test_trees_that_stop_at_a_minimum_confidence_follow_the_target_law(pair, key):
+    """The engine's own drafting with a floor (run/confidence.py; the rule's exact enumeration is in
+    tests/lab/test_ragged_trees.py): the same chi-square test, and the floor really cut some trees."""
+    config = DecodeConfig(verifier=key, temperature=1.0, max_new_tokens=N_TOKENS, chat=False, record=False,
+                          **FLOORED[key])
+    counts = outcome_counts(pair, config, RUNS)
+    law = target_law(pair, 1.0)
+    pvalue = chi_square_pvalue(counts, law)
+    assert pvalue > 1e-4, f"{key}: chi-square p={pvalue:.2e}, TV={total_variation(counts, law):.3f}"
+    sizes = {len(step.nodes) for seed in range(20)
+             for step in engine.generate(pair, replace(config, seed=seed, record=True), PROMPT).steps}
+    assert len(sizes) > 1  # trees of several sizes: the floor stopped some
