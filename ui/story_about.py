@@ -34,4 +34,4 @@ def about(key: str, trace: Trace | None) -> About:
     widths = () if config.get("sequences") else tuple(int(w) for w in config.get("branching") or ())
     floor = float(config.get("min_confidence") or 0.0)
     return About(lossless=lossless, lossy_why=why, draft_kind=kind, untempered=untempered, widths=widths,
-                 floor=floor)
+                 floor=floor, greedy=temperature == 0)

@@ -36,6 +36,7 @@ class About:
     untempered: bool = False  # a top-k law at T = 0: q is the draft's untempered law (laws.draft_temperature)
     widths: tuple[int, ...] = ()  # the shape's candidates per level (Branching); () when unknown or sequences
     floor: float = 0.0  # the run's minimum confidence (a node gets children only where its path's q reaches it)
+    greedy: bool = False  # the run is at temperature 0 (a floor then multiplies the draft's untempered q)
 
 
 def num(x: float | None) -> str:
@@ -72,9 +73,10 @@ def _stopped(depth: int, about: About) -> str:
     """A sentence when the run drafts under a minimum confidence and this tree stopped above its shape's depth."""
     if not about.floor or not about.widths or depth >= len(about.widths):
         return ""
-    return (f" It stopped at depth {depth} of {len(about.widths)}: a node gets children only where q's probability "
-            f"of its path (the product of q down it) is at least {about.floor:g}, the run's minimum confidence, and "
-            f"no node at depth {depth} had that.")
+    q = "the draft's untempered q" if about.greedy else "q"
+    return (f" It stopped at depth {depth} of {len(about.widths)}: a node gets children only where the draft's "
+            f"probability of its path (the product of {q} down it) is at least {about.floor:g}, the run's minimum "
+            f"confidence, and no node at depth {depth} had that.")
 
 
 def _narrowed(step: StepRecord, about: About) -> str:

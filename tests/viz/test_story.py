@@ -273,6 +273,8 @@ def test_a_chain_that_stopped_at_its_minimum_confidence_says_so():
     floor = About(widths=(1, 1, 1, 1), floor=0.3)
     text = story_events(step, floor)[0].text
     assert "stopped at depth 2 of 4" in text and "at least 0.3, the run's minimum confidence" in text
+    greedy = story_events(step, replace(floor, greedy=True))[0].text  # at T = 0 the floor reads the untempered q
+    assert "untempered" not in text and "the product of the draft's untempered q down it" in greedy
     assert "stopped" not in story_events(step, About(widths=(1, 1, 1, 1)))[0].text  # no floor: nothing to say
     assert "stopped" not in story_events(step, replace(floor, widths=(1, 1)))[0].text  # the shape's whole depth
 
