@@ -86,12 +86,13 @@ def parse_configs(items: list[str] | None) -> dict[str, DecodeConfig]:
     for item in items:
         verifier, sep, rest = item.partition(":")
         tree, _, flag = rest.partition(":")
-        if not sep or not (flag in ("", "adaptive") or _floor(flag) is not None):
+        floor = _floor(flag)
+        if not sep or not (flag in ("", "adaptive") or floor is not None):
             raise ValueError(f"a config is verifier:tree[:adaptive|:conf=C], e.g. sd:1,1,1,1 or sd:1,1,1,1:conf=0.3; "
                              f"got {item!r}")
         levels = parse_branching(tree, "--configs")
         out[item] = DecodeConfig(verifier=verifier, branching=levels, adaptive=flag == "adaptive",
-                                 min_confidence=_floor(flag) or 0.0)
+                                 min_confidence=floor or 0.0)
     return out
 
 

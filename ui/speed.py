@@ -98,8 +98,9 @@ def facts_of(session: Session, runs: RunCache | None, force: bool,
     if seen is not None and seen.ratio() is not None:
         ratios[2] = seen.ratio()  # the run's own A(2) / A(1), sampled on the shown steps
     from_run = bool(rows or known)
-    table = acceptance.table_from_rows(rows, widths, known, ratios, greedy) if from_run else fallback
-    table = replace(table, chain=fallback.chain)  # a floor's effect as the calibration's chain steps measured it
+    # a run's own table carries the calibration's chain steps: a floor's effect as they measured it
+    table = (replace(acceptance.table_from_rows(rows, widths, known, ratios, greedy), chain=fallback.chain)
+             if from_run else fallback)
     choice = chooser.choose(cal.costs, table, greedy=greedy)
     return _facts(cal, table, choice, session, config, from_run)
 

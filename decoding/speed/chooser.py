@@ -67,6 +67,11 @@ class AcceptanceTable:
     def widths(self) -> tuple[int, ...]:
         return tuple(sorted(self.rates))
 
+    @property
+    def chain_depth(self) -> int:
+        """The deepest measured chain step's drafted nodes (0: no chain steps)."""
+        return max((len(sure) for _, sure in self.chain), default=0)
+
     def rate(self, k: int, depth: int) -> float:
         """A(k, depth); a width never measured takes the widest measured below it (a lower bound: more
         candidates never accept less)."""
@@ -169,7 +174,7 @@ def dynamic(depth: int, floor: float, costs: StepCosts, table: AcceptanceTable, 
     """A chain of up to `depth` levels with minimum confidence `floor`, from the table's chain steps (module
     docstring)."""
     cut = [(k, drafted_levels(sure, depth, floor)) for k, sure in table.chain if sure]
-    if not cut or depth > max(len(sure) for _, sure in table.chain):  # nothing measured to cut, or not so deep
+    if not cut or depth > table.chain_depth:  # nothing measured to cut, or not so deep
         return predict((1,) * depth, costs, table, greedy)
     full = sum(1 + min(k, depth) for k, _ in cut)
     tokens = sum(1 + min(k, n) for k, n in cut)
@@ -195,7 +200,7 @@ def choose(costs: StepCosts, table: AcceptanceTable, *, max_depth: int = 8, max_
     chains_only: widths of 1 only."""
     widths = (1,) if chains_only else table.widths
     candidates = [predict(s, costs, table, greedy) for s in shapes(max_depth, widths, max_nodes)]
-    deepest = min(max_depth, max((len(sure) for _, sure in table.chain), default=0))
+    deepest = min(max_depth, table.chain_depth)
     candidates += [max((dynamic(d, c, costs, table, greedy) for c in FLOORS), key=lambda p: p.tokens_per_s)
                    for d in range(2, deepest + 1)]  # each depth's best floor (the others fill the ranking alike)
     ranked = sorted(candidates, key=lambda p: (-p.tokens_per_s, len(p.levels), p.floor))

@@ -168,7 +168,7 @@ def ship(key: dict, tables: dict[float, AcceptanceTable], path: Path = SHIPPED) 
 def readable_json(value, sort_keys: bool = False) -> str:
     """JSON indented by one, each list of plain numbers on one line (a chain step, a row of rates)."""
     text = json.dumps(value, indent=1, sort_keys=sort_keys)
-    return NUMBERS.sub(lambda m: "[" + ", ".join(m.group(1).split()).replace(",,", ",") + "]", text)
+    return NUMBERS.sub(lambda m: "[" + " ".join(m.group(1).split()) + "]", text)  # "1,\n 2" -> "1, 2"
 
 
 NUMBERS = re.compile(r"\[\s*((?:-?[0-9.e+-]+,?\s*)+)\]")  # a list holding numbers only
